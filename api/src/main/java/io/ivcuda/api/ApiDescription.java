@@ -1,0 +1,281 @@
+package io.ivcuda.api;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The parsed {@code api/cuda-driver.api}: the single source of the remoted API.
+ * Parsing is strict: any line it does not understand is an error naming the line,
+ * because a silently skipped line would make guest and server disagree.
+ */
+public final class ApiDescription {
+
+    private static final Pattern FN = Pattern.compile(
+            "fn\\s+(-|\\d+)\\s+(\\w+)\\s+([a-z ]+?)\\s*\\((.*)\\)\\s*(?:->\\s*(.*))?");
+    private static final Pattern BUF = Pattern.compile("(\\w+)\\[(\\w+)]");
+    private static final int DEFAULT_EXPORT_VERSION = 2000;
+
+    private final int apiVersion;
+    private final long apiHash;
+    private final Map<String, TypeInfo> types;
+    private final List<Function> functions;
+    private final List<String> unsupported;
+
+    private ApiDescription(int apiVersion, long apiHash, Map<String, TypeInfo> types,
+                           List<Function> functions, List<String> unsupported) {
+        this.apiVersion = apiVersion;
+        this.apiHash = apiHash;
+        this.types = types;
+        this.functions = functions;
+        this.unsupported = unsupported;
+    }
+
+    public int apiVersion() {
+        return apiVersion;
+    }
+
+    /** FNV-1a 64 of the normalised text (docs/protocol.md §9). */
+    public long apiHash() {
+        return apiHash;
+    }
+
+    public Map<String, TypeInfo> types() {
+        return types;
+    }
+
+    public List<Function> functions() {
+        return functions;
+    }
+
+    /** Names that resolve (dlsym and cuGetProcAddress) to a stub answering CUDA_ERROR_NOT_SUPPORTED. */
+    public List<String> unsupported() {
+        return unsupported;
+    }
+
+    public static ApiDescription load(Path path) throws IOException {
+        return parse(Files.readString(path, StandardCharsets.UTF_8), path.toString());
+    }
+
+    public static ApiDescription parse(String text, String sourceName) {
+        Map<String, TypeInfo> types = new LinkedHashMap<>();
+        types.put("char", new TypeInfo("char", WireKind.U32, null, 1));
+        List<Function> functions = new ArrayList<>();
+        List<String> unsupported = new ArrayList<>();
+        Set<Integer> opcodes = new HashSet<>();
+        Set<String> names = new HashSet<>();
+        Set<String> symbols = new HashSet<>();
+        int apiVersion = 0;
+        String[] lines = text.split("\n", -1);
+        for (int i = 0; i < lines.length; i++) {
+            String line = normalise(lines[i]);
+            if (line.isEmpty()) {
+                continue;
+            }
+            String where = sourceName + ":" + (i + 1) + ": ";
+            try {
+                String[] words = line.split(" ");
+                switch (words[0]) {
+                    case "api" -> apiVersion = Integer.parseInt(words[1]);
+                    case "type" -> types.put(words[1], parseType(words));
+                    case "unsupported" -> {
+                        for (int w = 1; w < words.length; w++) {
+                            if (!symbols.add(words[w])) {
+                                throw new IllegalArgumentException("symbol " + words[w] + " exported twice");
+                            }
+                            unsupported.add(words[w]);
+                        }
+                    }
+                    case "fn" -> {
+                        Function f = parseFunction(line, types);
+                        if (f.opcode() >= 0 && !opcodes.add(f.opcode())) {
+                            throw new IllegalArgumentException("opcode " + f.opcode() + " used twice");
+                        }
+                        if (!names.add(f.name())) {
+                            throw new IllegalArgumentException("function " + f.name() + " described twice");
+                        }
+                        for (Export e : f.exports()) {
+                            if (!symbols.add(e.symbol())) {
+                                throw new IllegalArgumentException("symbol " + e.symbol() + " exported twice");
+                            }
+                        }
+                        functions.add(f);
+                    }
+                    default -> throw new IllegalArgumentException("unknown keyword '" + words[0] + "'");
+                }
+            } catch (RuntimeException e) {
+                throw new IllegalArgumentException(where + e.getMessage(), e);
+            }
+        }
+        if (apiVersion == 0) {
+            throw new IllegalArgumentException(sourceName + ": missing 'api <cuda-version>' line");
+        }
+        return new ApiDescription(apiVersion, hash(text), Map.copyOf(types), List.copyOf(functions),
+                List.copyOf(unsupported));
+    }
+
+    /** Drops comments, folds white space: the form the hash is computed over. */
+    static String normalise(String line) {
+        int hashMark = line.indexOf('#');
+        String code = hashMark >= 0 ? line.substring(0, hashMark) : line;
+        return code.trim().replaceAll("\\s+", " ");
+    }
+
+    /** FNV-1a 64 over the non-empty normalised lines, each followed by '\n'. */
+    public static long hash(String text) {
+        long h = 0xcbf29ce484222325L;
+        for (String raw : text.split("\n", -1)) {
+            String line = normalise(raw);
+            if (line.isEmpty()) {
+                continue;
+            }
+            for (byte b : (line + "\n").getBytes(StandardCharsets.UTF_8)) {
+                h ^= (b & 0xff);
+                h *= 0x100000001b3L;
+            }
+        }
+        return h;
+    }
+
+    private static TypeInfo parseType(String[] words) {
+        String wire = words[2];
+        return switch (wire) {
+            case "i32" -> new TypeInfo(words[1], WireKind.I32, null, 8);
+            case "u32" -> new TypeInfo(words[1], WireKind.U32, null, 8);
+            case "i64" -> new TypeInfo(words[1], WireKind.I64, null, 8);
+            case "u64" -> new TypeInfo(words[1], WireKind.U64, null, 8);
+            case "f32" -> new TypeInfo(words[1], WireKind.F32, null, 8);
+            case "handle" -> new TypeInfo(words[1], WireKind.HANDLE, words[3], 8);
+            case "bytes" -> new TypeInfo(words[1], WireKind.BYTES, null, Integer.parseInt(words[3]));
+            default -> throw new IllegalArgumentException("unknown wire kind '" + wire + "'");
+        };
+    }
+
+    private static Function parseFunction(String line, Map<String, TypeInfo> types) {
+        Matcher m = FN.matcher(line);
+        if (!m.matches()) {
+            throw new IllegalArgumentException("malformed fn line");
+        }
+        int opcode = m.group(1).equals("-") ? -1 : Integer.parseInt(m.group(1));
+        String name = m.group(2);
+        String[] modeWords = m.group(3).trim().split(" ");
+        Mode mode = Mode.valueOf(modeWords[0].toUpperCase());
+        boolean cached = false;
+        boolean ptds = false;
+        for (int w = 1; w < modeWords.length; w++) {
+            switch (modeWords[w]) {
+                case "cached" -> cached = true;
+                case "ptds" -> ptds = true;
+                default -> throw new IllegalArgumentException("unknown flag '" + modeWords[w] + "'");
+            }
+        }
+        if (mode.onWire() != (opcode >= 0)) {
+            throw new IllegalArgumentException(name + ": " + mode + " functions " + (mode.onWire() ? "need" : "take no") + " opcode");
+        }
+        List<Param> params = new ArrayList<>();
+        String paramText = m.group(4).trim();
+        if (!paramText.isEmpty()) {
+            for (String p : paramText.split(",")) {
+                params.add(parseParam(p.trim(), types));
+            }
+        }
+        Map<String, Param> byName = new HashMap<>();
+        for (Param p : params) {
+            if (byName.put(p.name(), p) != null) {
+                throw new IllegalArgumentException(name + ": parameter " + p.name() + " twice");
+            }
+        }
+        for (Param p : params) {
+            if (p.lengthParam() != null) {
+                Param len = byName.get(p.lengthParam());
+                if (len == null || len.direction() != Direction.IN || !len.type().wire().isSlot()) {
+                    throw new IllegalArgumentException(name + ": length of " + p.name() + " must be an 'in' scalar parameter");
+                }
+            }
+        }
+        List<Export> exports = new ArrayList<>();
+        if (m.group(5) != null) {
+            for (String e : m.group(5).trim().split(" ")) {
+                exports.add(parseExport(e));
+            }
+        }
+        if (mode == Mode.CUSTOM && exports.isEmpty()) {
+            throw new IllegalArgumentException(name + ": custom functions need exports");
+        }
+        if (mode == Mode.INTERNAL && !exports.isEmpty()) {
+            throw new IllegalArgumentException(name + ": internal functions take no exports");
+        }
+        return new Function(opcode, name, mode, cached, ptds, List.copyOf(params), List.copyOf(exports));
+    }
+
+    private static Param parseParam(String text, Map<String, TypeInfo> types) {
+        String[] w = text.split(" ");
+        Direction dir = Direction.valueOf(w[0].toUpperCase());
+        return switch (dir) {
+            case IN, OUT, OUTOPT -> {
+                expect(w, 3, text);
+                yield new Param(dir, type(types, w[1]), w[2], null);
+            }
+            case INSTR -> {
+                expect(w, 2, text);
+                yield new Param(dir, types.get("char"), w[1], null);
+            }
+            case INBUF -> {
+                expect(w, 2, text);
+                Matcher b = bufferName(w[1], text);
+                yield new Param(dir, types.get("char"), b.group(1), b.group(2));
+            }
+            case OUTBUF -> {
+                expect(w, 3, text);
+                Matcher b = bufferName(w[2], text);
+                yield new Param(dir, type(types, w[1]), b.group(1), b.group(2));
+            }
+        };
+    }
+
+    private static Matcher bufferName(String word, String text) {
+        Matcher b = BUF.matcher(word);
+        if (!b.matches()) {
+            throw new IllegalArgumentException("buffer parameter '" + text + "' needs name[length]");
+        }
+        return b;
+    }
+
+    private static void expect(String[] words, int count, String text) {
+        if (words.length != count) {
+            throw new IllegalArgumentException("malformed parameter '" + text + "'");
+        }
+    }
+
+    private static TypeInfo type(Map<String, TypeInfo> types, String name) {
+        TypeInfo t = types.get(name);
+        if (t == null) {
+            throw new IllegalArgumentException("unknown type '" + name + "'");
+        }
+        return t;
+    }
+
+    private static Export parseExport(String text) {
+        int eq = text.indexOf('=');
+        if (eq < 0) {
+            return new Export(text, text, DEFAULT_EXPORT_VERSION);
+        }
+        String symbol = text.substring(0, eq);
+        String rest = text.substring(eq + 1);
+        int at = rest.indexOf('@');
+        if (at < 0) {
+            throw new IllegalArgumentException("export '" + text + "' needs symbol=base@version");
+        }
+        return new Export(symbol, rest.substring(0, at), Integer.parseInt(rest.substring(at + 1)));
+    }
+}

@@ -1,0 +1,17 @@
+package io.ivcuda.api;
+
+import java.io.IOException;
+import java.nio.file.Path;
+
+/** Placeholder: replaced by the real emitter. */
+public final class JavaEmitter {
+    private final ApiDescription api;
+
+    public JavaEmitter(ApiDescription api) {
+        this.api = api;
+    }
+
+    public void write(Path dir) throws IOException {
+        throw new UnsupportedOperationException("not written yet: " + api.apiVersion());
+    }
+}

@@ -1,0 +1,57 @@
+package io.ivcuda.api;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+
+class ApiDescriptionTest {
+
+    private static ApiDescription real() throws Exception {
+        return ApiDescription.load(Path.of(System.getProperty("api.description", "cuda-driver.api")));
+    }
+
+    @Test
+    void theRealDescriptionParses() throws Exception {
+        ApiDescription api = real();
+        assertEquals(13000, api.apiVersion());
+        Function get = api.functions().stream().filter(f -> f.name().equals("cuDeviceGetAttribute")).findFirst().orElseThrow();
+        assertEquals(Mode.SYNC, get.mode());
+        assertTrue(get.cached());
+        assertEquals(2, get.requestParams().size());
+        assertEquals(1, get.responseParams().size());
+    }
+
+    @Test
+    void hashIgnoresCommentsAndSpacing() {
+        String a = "api 13000\nfn 1 cuInit sync (in unsigned flags) -> cuInit\n";
+        String b = "# a comment\napi   13000\n\nfn 1  cuInit sync (in unsigned flags) -> cuInit # trailing\n";
+        String c = "api 13000\nfn 2 cuInit sync (in unsigned flags) -> cuInit\n";
+        assertEquals(ApiDescription.hash(a), ApiDescription.hash(b));
+        assertNotEquals(ApiDescription.hash(a), ApiDescription.hash(c));
+    }
+
+    @Test
+    void duplicateOpcodeIsRejectedWithItsLine() {
+        String text = "api 13000\ntype unsigned u32\nfn 1 a sync (in unsigned x) -> a\nfn 1 b sync (in unsigned x) -> b\n";
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ApiDescription.parse(text, "t.api"));
+        assertTrue(e.getMessage().startsWith("t.api:4: opcode 1 used twice"), e.getMessage());
+    }
+
+    @Test
+    void unknownTypeIsRejected() {
+        String text = "api 13000\nfn 1 a sync (in nosuch x) -> a\n";
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ApiDescription.parse(text, "t.api"));
+        assertTrue(e.getMessage().contains("unknown type 'nosuch'"), e.getMessage());
+    }
+
+    @Test
+    void bufferLengthMustBeAnInScalar() {
+        String text = "api 13000\ntype int i32\nfn 1 a sync (outbuf char n[len], out int len) -> a\n";
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ApiDescription.parse(text, "t.api"));
+        assertTrue(e.getMessage().contains("length of n"), e.getMessage());
+    }
+}
