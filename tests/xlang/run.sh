@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Cross-language test: C programs linked to the real guest libcuda.so.1 talk to the real
+# Java cuda-server through a region file. The server runs the host-memory backend, which
+# keeps "device memory" in host RAM: this tests the transport (framing, windows, pool,
+# reclaim, validation), not the GPU path — that is gpu/validate.sh's job on a GPU.
+#
+# usage: tests/xlang/run.sh            (from the repository root, after mvn package)
+# Prints "N passed, M failed" and exits non-zero when M > 0.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+work=$(mktemp -d /tmp/ivcuda-xlang.XXXXXX)
+region=/dev/shm/ivcuda-xlang-$$
+server_pid=
+passed=0
+failed=0
+
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    rm -f "$region"
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+pass() { passed=$((passed + 1)); echo "ok   $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL $1"; }
+expect_ok() { # name, command...
+    local name=$1; shift
+    if out=$(timeout 300 "$@" 2>&1); then pass "$name"; else fail "$name: $(echo "$out" | tail -3)"; fi
+}
+
+gcc -std=c11 -O2 -Wall -Werror -pthread -o "$work/xfer" tests/xlang/xfer.c -Lguest/target -lcuda || exit 1
+gcc -std=c11 -O2 -Wall -Werror -o "$work/hostile" tests/xlang/hostile.c || exit 1
+
+# 1 GiB region: 256 MiB pinned buffers come from its pool.
+java -jar cuda-server/target/cuda-server.jar \
+    --set region.path="$region" --set region.size=1073741824 --set backend=host-memory \
+    --set owner.timeout.ms=1500 --set domain.name=xlang-test >"$work/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 100); do
+    if [ -e "$region" ] && python3 - "$region" <<'EOF' 2>/dev/null; then break; fi
+import struct, sys
+with open(sys.argv[1], 'rb') as f:
+    h = f.read(0x20)
+sys.exit(0 if struct.unpack_from('<QIIQI', h) [0] == 0x3130414455435649 and struct.unpack_from('<I', h, 0x18)[0] == 1 else 1)
+EOF
+    sleep 0.1
+done
+export IVCUDA_REGION=$region LD_LIBRARY_PATH=$root/guest/target
+
+# Sizes from 1 byte to 256 MiB, through every copy path, odd sizes included.
+for n in 1 7 4096 65536 100003 1048576 16777215 268435456; do
+    expect_ok "copy $n bytes, 1 thread" "$work/xfer" copy $n 1
+done
+expect_ok "copy 3 MiB+1, 8 threads" "$work/xfer" copy 3145729 8
+# Several processes at once.
+pids=()
+for i in 1 2 3 4; do "$work/xfer" copy $((1048576 * i + i)) 2 >"$work/mp$i.out" 2>&1 & pids+=($!); done
+mp_ok=1
+for p in "${pids[@]}"; do wait "$p" || mp_ok=0; done
+if [ $mp_ok = 1 ]; then pass "4 processes × 2 threads at once"; else fail "4 processes at once: $(cat "$work"/mp*.out | tail -3)"; fi
+
+# A killed process's device memory comes back (protocol §7: reclaimed once another guest
+# process's heartbeat shows the VM is running).
+baseline=$("$work/xfer" meminfo | sed -n 's/^free=//p')
+"$work/xfer" hold 67108864 >"$work/hold.out" 2>&1 &
+hold_pid=$!
+for _ in $(seq 50); do grep -q held "$work/hold.out" && break; sleep 0.1; done
+held=$("$work/xfer" meminfo | sed -n 's/^free=//p')
+if [ -n "$baseline" ] && [ -n "$held" ] && [ "$held" -lt "$baseline" ]; then pass "held memory is accounted"; else fail "held memory is accounted ($baseline → $held)"; fi
+kill -9 $hold_pid
+wait $hold_pid 2>/dev/null
+expect_ok "killed process's 64 MiB reclaimed" "$work/xfer" free-equals "$baseline" 20
+
+# A hostile guest: malformed requests get errors, the server keeps serving.
+expect_ok "hostile guest" "$work/hostile" "$region"
+if kill -0 "$server_pid" 2>/dev/null; then pass "server alive after all of it"; else fail "server died"; fi
+expect_ok "normal program after the hostile one" "$work/xfer" copy 4097 2
+
+if [ $failed -gt 0 ]; then
+    echo "--- server log (tail)"; tail -40 "$work/server.log"
+fi
+echo "xlang: $passed passed, $failed failed"
+[ $failed -eq 0 ]
