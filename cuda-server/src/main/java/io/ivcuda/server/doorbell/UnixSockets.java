@@ -1,0 +1,132 @@
+package io.ivcuda.server.doorbell;
+
+import com.sun.jna.Memory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+
+/**
+ * UNIX stream sockets with what {@code java.nio} lacks: file descriptors passed as
+ * SCM_RIGHTS and the peer's credentials. Messages are the ivshmem-server protocol's:
+ * one little-endian int64, optionally with one descriptor.
+ */
+final class UnixSockets {
+
+    // struct msghdr (LP64)
+    private static final int MSG_IOV = 16;
+    private static final int MSG_IOVLEN = 24;
+    private static final int MSG_CONTROL = 32;
+    private static final int MSG_CONTROLLEN = 40;
+    private static final int MSGHDR_SIZE = 56;
+    // struct cmsghdr: size_t len, int level, int type, data
+    private static final int CMSG_DATA = 16;
+    private static final int CMSG_LEN_ONE_FD = CMSG_DATA + 4;
+    private static final int CMSG_SPACE_ONE_FD = 24;
+
+    private UnixSockets() {
+    }
+
+    static Memory address(Path path) {
+        byte[] bytes = path.toString().getBytes(StandardCharsets.UTF_8);
+        if (bytes.length >= Posix.SUN_PATH_MAX) {
+            throw new IllegalArgumentException("socket path too long (" + bytes.length + " bytes, max "
+                    + (Posix.SUN_PATH_MAX - 1) + "): " + path);
+        }
+        Memory addr = new Memory(Posix.SOCKADDR_UN_SIZE);
+        addr.clear();
+        addr.setShort(0, (short) Posix.AF_UNIX);
+        addr.write(2, bytes, 0, bytes.length);
+        return addr;
+    }
+
+    static int listen(Path path) {
+        int fd = Posix.socket(Posix.AF_UNIX, Posix.SOCK_STREAM | Posix.SOCK_CLOEXEC, 0);
+        try {
+            Posix.bind(fd, address(path), Posix.SOCKADDR_UN_SIZE);
+            Posix.listen(fd, 4);
+            return fd;
+        } catch (RuntimeException e) {
+            Posix.close(fd);
+            throw e;
+        }
+    }
+
+    static int connect(Path path) {
+        int fd = Posix.socket(Posix.AF_UNIX, Posix.SOCK_STREAM | Posix.SOCK_CLOEXEC, 0);
+        try {
+            Posix.connect(fd, address(path), Posix.SOCKADDR_UN_SIZE);
+            return fd;
+        } catch (RuntimeException e) {
+            Posix.close(fd);
+            throw e;
+        }
+    }
+
+    static PeerCredentials credentials(int fd) {
+        Memory cred = new Memory(12);
+        Memory len = new Memory(4);
+        len.setInt(0, 12);
+        Posix.getsockopt(fd, Posix.SOL_SOCKET, Posix.SO_PEERCRED, cred, len);
+        return new PeerCredentials(cred.getInt(0), cred.getInt(4), cred.getInt(8));
+    }
+
+    /** Sends one int64, with {@code passFd} attached when it is ≥ 0. */
+    static void send(int fd, long value, int passFd) {
+        Memory payload = new Memory(8);
+        payload.setLong(0, value); // JNA writes native order: little-endian on every platform we run on
+        Memory iov = new Memory(16);
+        iov.setPointer(0, payload);
+        iov.setLong(8, 8);
+        Memory msg = new Memory(MSGHDR_SIZE);
+        msg.clear();
+        msg.setPointer(MSG_IOV, iov);
+        msg.setLong(MSG_IOVLEN, 1);
+        if (passFd >= 0) {
+            Memory control = new Memory(CMSG_SPACE_ONE_FD);
+            control.clear();
+            control.setLong(0, CMSG_LEN_ONE_FD);
+            control.setInt(8, Posix.SOL_SOCKET);
+            control.setInt(12, Posix.SCM_RIGHTS);
+            control.setInt(CMSG_DATA, passFd);
+            msg.setPointer(MSG_CONTROL, control);
+            msg.setLong(MSG_CONTROLLEN, CMSG_SPACE_ONE_FD);
+        }
+        long sent = Posix.sendmsg(fd, msg, Posix.MSG_NOSIGNAL);
+        if (sent != 8) {
+            throw new IllegalStateException("short send on the ivshmem socket: " + sent + " of 8 bytes");
+        }
+    }
+
+    /** One received message: the int64 and the descriptor that came with it, or -1. */
+    record Message(long value, int fd) {
+    }
+
+    /** Receives one message; null at end of stream. */
+    static Message receive(int fd) {
+        Memory payload = new Memory(8);
+        Memory iov = new Memory(16);
+        iov.setPointer(0, payload);
+        iov.setLong(8, 8);
+        Memory control = new Memory(CMSG_SPACE_ONE_FD);
+        control.clear();
+        Memory msg = new Memory(MSGHDR_SIZE);
+        msg.clear();
+        msg.setPointer(MSG_IOV, iov);
+        msg.setLong(MSG_IOVLEN, 1);
+        msg.setPointer(MSG_CONTROL, control);
+        msg.setLong(MSG_CONTROLLEN, CMSG_SPACE_ONE_FD);
+        long got = Posix.recvmsg(fd, msg, 0);
+        if (got == 0) {
+            return null;
+        }
+        if (got != 8) {
+            throw new IllegalStateException("short message on the ivshmem socket: " + got + " bytes");
+        }
+        long controlLen = msg.getLong(MSG_CONTROLLEN);
+        int passed = -1;
+        if (controlLen >= CMSG_LEN_ONE_FD && control.getInt(8) == Posix.SOL_SOCKET
+                && control.getInt(12) == Posix.SCM_RIGHTS) {
+            passed = control.getInt(CMSG_DATA);
+        }
+        return new Message(payload.getLong(0), passed);
+    }
+}
