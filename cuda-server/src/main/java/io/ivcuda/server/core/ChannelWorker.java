@@ -140,7 +140,15 @@ public final class ChannelWorker implements Runnable {
      * req_seq, ring_head = ring_tail, server_chunk = guest_chunk, attached = 0.
      */
     private void detach() {
-        state.lastSeq = channel.getLongAcquire(REQ_SEQ);
+        long pending = channel.getLongAcquire(REQ_SEQ);
+        if (pending != state.lastSeq) {
+            // a request published but never served: answer it so the guest does not read a stale response
+            int responseArea = layout.responseAreaOffset();
+            channel.putInt(responseArea + MSG_OPCODE_OR_RESULT, CuResult.NOT_INITIALIZED, LE);
+            channel.putInt(responseArea + MSG_PAYLOAD_LEN, 0, LE);
+            channel.putLong(responseArea + MSG_SEQ, pending, LE);
+        }
+        state.lastSeq = pending;
         state.ringHead = channel.getLongAcquire(RING_TAIL);
         state.serverChunk = channel.getLongAcquire(GUEST_CHUNK);
         channel.putLongRelease(RING_HEAD, state.ringHead);
