@@ -931,8 +931,9 @@ public final class RequestHandlers implements Handler {
     }
 
     /**
-     * The kernel's parameter layout: two u64 entries per parameter, offset then size, from
-     * cuFuncGetParamInfo until it answers CUDA_ERROR_INVALID_VALUE (past the last parameter).
+     * The kernel's parameter layout: one u64 entry per parameter, {@code offset << 32 | size}, from
+     * cuFuncGetParamInfo until it answers CUDA_ERROR_INVALID_VALUE (past the last parameter). {@code count}
+     * is the number of parameters even when the guest's capacity holds fewer entries.
      */
     @Override
     public int ivc_param_layout(Reply r, int capacity, long f) {
@@ -950,10 +951,12 @@ public final class RequestHandlers implements Handler {
             if (result != CuResult.SUCCESS) {
                 return result;
             }
-            if (written + 16 <= r.outbufCapacity()) {
-                r.buffer().putLong(r.outbufIndex() + written, out.l0, java.nio.ByteOrder.LITTLE_ENDIAN);
-                r.buffer().putLong(r.outbufIndex() + written + 8, out.l1, java.nio.ByteOrder.LITTLE_ENDIAN);
-                written += 16;
+            if (out.l0 < 0 || out.l0 > 0xffffffffL || out.l1 < 0 || out.l1 > 0xffffffffL) {
+                return CuResult.UNKNOWN;
+            }
+            if (written + 8 <= r.outbufCapacity()) {
+                r.buffer().putLong(r.outbufIndex() + written, out.l0 << 32 | out.l1, java.nio.ByteOrder.LITTLE_ENDIAN);
+                written += 8;
             }
             count++;
         }
@@ -988,8 +991,9 @@ public final class RequestHandlers implements Handler {
             UnsafeApi.putLong(params + 8L * count, base + out.l0);
             count++;
         }
-        if (end != paramsLength) {
-            warn("paramsSize", paramsLength + " does not match the kernel's parameter end " + end, CuResult.INVALID_VALUE);
+        // the guest packs up to the layout's end; a CU_LAUNCH_PARAM_BUFFER may carry trailing padding
+        if (paramsLength < end) {
+            warn("paramsSize", paramsLength + " is short of the kernel's parameter end " + end, CuResult.INVALID_VALUE);
             return CuResult.INVALID_VALUE;
         }
         return cuda.launchKernel(fn.nativeValue(), gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
