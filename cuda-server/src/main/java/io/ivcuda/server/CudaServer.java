@@ -118,7 +118,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         long features = initDriver();
         header.putLong(FEATURE_BITS, features, LE);
         header.putInt(HOST_DRIVER_VERSION, vm.hostDriverVersion(), LE);
-        ServerHooks.install(this);
+        vm.hooks(this);
 
         running = true;
         heartbeat = new Thread(this::beat, "heartbeat");

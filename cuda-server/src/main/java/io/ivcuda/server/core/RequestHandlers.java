@@ -108,7 +108,7 @@ public final class RequestHandlers implements Handler {
     @Override
     public int ivc_process_exit(Reply r) {
         greeted = false;
-        ServerHooks hooks = ServerHooks.current();
+        ServerHooks hooks = vm.hooks();
         if (hooks != null) {
             hooks.reclaimFromWorker(worker.token(), worker);
         } else {

@@ -33,6 +33,7 @@ public final class Vm {
     private volatile long poolDevicePointer;
     private volatile int hostDriverVersion;
     private volatile int initResult = CuResult.NOT_INITIALIZED;
+    private volatile ServerHooks hooks;
 
     public Vm(Region region, Layout layout, CudaBackend backend, long memoryQuota) {
         this.region = region;
@@ -40,6 +41,14 @@ public final class Vm {
         this.backend = backend;
         this.memoryQuota = memoryQuota;
         this.pool = new PoolAllocator(layout.poolSize());
+    }
+
+    public ServerHooks hooks() {
+        return hooks;
+    }
+
+    public void hooks(ServerHooks serverHooks) {
+        hooks = serverHooks;
     }
 
     public Region region() {
