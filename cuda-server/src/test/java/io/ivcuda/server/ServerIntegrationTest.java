@@ -39,12 +39,16 @@ class ServerIntegrationTest {
     }
 
     void start(long quota) throws Exception {
+        start(quota, "owner.timeout.ms=10000");
+    }
+
+    void start(long quota, String extra) throws Exception {
         if (server != null) {
             stop();
         }
         Path region = dir.resolve("region-" + quota);
         ServerConfig config = ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=8", "backend=host-memory", "memory.quota=" + quota, "wait.park.max.us=200"));
+                "channel.count=8", "backend=host-memory", "memory.quota=" + quota, "wait.park.max.us=200", extra));
         server = new CudaServer(config);
         server.start();
         guest = new FakeGuest(region, SIZE);
@@ -306,6 +310,38 @@ class ServerIntegrationTest {
         } finally {
             pool.shutdownNow();
         }
+        assertEquals(0, server.vm().allocated());
+    }
+
+    @Test
+    void goodbyeThenReleaseLetsAnotherThreadTakeTheChannel() throws Exception {
+        Channel c = greeted(2, TOKEN);
+        long d = alloc(c, 64);
+        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_GOODBYE, new Payload()).result());
+        c.release();
+        awaitReleased(c);
+        Channel next = greeted(2, TOKEN);
+        // the process's allocations survive a thread's goodbye
+        assertEquals(CuResult.SUCCESS, next.call(Opcodes.CU_MEMSET_D8_V2, new Payload().scalar(d).scalar(1).scalar(64)).result());
+    }
+
+    @Test
+    void silentOwnerIsReclaimedOnlyWhileTheVmsHeartbeatGoesOn() throws Exception {
+        start(0, "owner.timeout.ms=100");
+        Channel c = greeted(3, TOKEN);
+        alloc(c, 4096);
+        // nothing moves (a paused VM): the owner keeps its state
+        Thread.sleep(500);
+        assertEquals(TOKEN, c.c.getLongVolatile(ChannelLayout.OWNER));
+        assertEquals(4096, server.vm().allocated());
+        // the VM's heartbeat goes on, the owner's does not: reclaimed
+        long deadline = System.currentTimeMillis() + 10_000;
+        while ((c.c.getLongVolatile(ChannelLayout.OWNER) != 0 || server.vm().allocated() != 0)
+                && System.currentTimeMillis() < deadline) {
+            guest.header.addLongRelease(io.ivcuda.server.region.HeaderLayout.GUEST_HEARTBEAT, 1);
+            Thread.sleep(20);
+        }
+        assertEquals(0, c.c.getLongVolatile(ChannelLayout.OWNER));
         assertEquals(0, server.vm().allocated());
     }
 }
