@@ -1,0 +1,359 @@
+package io.ivcuda.server;
+
+import static io.ivcuda.server.region.HeaderLayout.*;
+
+import io.ivcuda.server.backend.CudaBackend;
+import io.ivcuda.server.backend.HostMemoryBackend;
+import io.ivcuda.server.backend.JnaCudaBackend;
+import io.ivcuda.server.backend.Out;
+import io.ivcuda.server.core.ChannelState;
+import io.ivcuda.server.core.ChannelWorker;
+import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.core.ServerHooks;
+import io.ivcuda.server.core.Vm;
+import io.ivcuda.server.gen.Opcodes;
+import io.ivcuda.server.region.ChannelLayout;
+import io.ivcuda.server.region.Layout;
+import io.ivcuda.server.region.Region;
+import java.io.IOException;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+/**
+ * One VM's server: lays out and maps the region, writes the header (READY last), runs the
+ * heartbeat and the channel watcher (attach a worker per claimed channel, liveness and reclaim
+ * per owner token, docs/protocol.md §7), and shuts down cleanly (STOPPING → free → STOPPED).
+ */
+public final class CudaServer implements ServerHooks, AutoCloseable {
+    private static final Logger LOG = LogManager.getLogger(CudaServer.class);
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+    private static final int CU_MEMHOSTREGISTER_PORTABLE = 1;
+    private static final int CU_MEMHOSTREGISTER_DEVICEMAP = 2;
+    private static final long WATCH_PERIOD_NS = TimeUnit.MICROSECONDS.toNanos(200);
+    private static final long HEARTBEAT_MS = 100;
+    private static final int GUEST_BEATS_FOR_RECLAIM = 8;
+
+    private final ServerConfig config;
+    private final Layout layout;
+    private Region region;
+    private UnsafeBuffer header;
+    private UnsafeBuffer[] channels;
+    private ChannelState[] states;
+    private ChannelWorker[] workers;
+    private Vm vm;
+    private CudaBackend backend;
+    private Out out;
+    private boolean registered;
+    private boolean primaryRetained;
+    private volatile boolean running;
+    private Thread watcher;
+    private Thread heartbeat;
+
+    /** Liveness bookkeeping of one token (§7). */
+    private static final class Liveness {
+        long beatSum;
+        long changedAtNanos;
+        long guestBeatAtChange;
+    }
+
+    private final Map<Long, Liveness> liveness = new HashMap<>();
+
+    public CudaServer(ServerConfig config) {
+        this.config = config;
+        this.layout = Layout.compute(config.regionSize(), config.channelCount(), config.channelWindow());
+    }
+
+    public Layout layout() {
+        return layout;
+    }
+
+    public Vm vm() {
+        return vm;
+    }
+
+    public void start() throws IOException {
+        region = Region.openOrCreate(config.regionPath(), config.regionSize());
+        header = region.view(0, HEADER_SIZE_VALUE);
+        int previousEpoch = header.getLong(MAGIC, LE) == MAGIC_VALUE ? header.getInt(EPOCH, LE) : 0;
+        // a fresh header and channel table: nothing a previous server or guest left is trusted
+        header.setMemory(0, HEADER_SIZE_VALUE, (byte) 0);
+        channels = new UnsafeBuffer[layout.channelCount()];
+        states = new ChannelState[layout.channelCount()];
+        workers = new ChannelWorker[layout.channelCount()];
+        for (int i = 0; i < channels.length; i++) {
+            channels[i] = region.view(layout.channelOffset(i), layout.channelStride());
+            channels[i].setMemory(0, ChannelLayout.REQUEST_AREA, (byte) 0);
+            states[i] = new ChannelState(i);
+        }
+        header.putLong(MAGIC, MAGIC_VALUE, LE);
+        header.putInt(PROTOCOL_VERSION, PROTOCOL_VERSION_VALUE, LE);
+        header.putInt(HEADER_SIZE, HEADER_SIZE_VALUE, LE);
+        header.putLong(REGION_SIZE, layout.regionSize(), LE);
+        header.putIntRelease(SERVER_STATE, STATE_INIT);
+        header.putInt(EPOCH, previousEpoch + 1, LE);
+        header.putInt(API_VERSION, Opcodes.API_VERSION, LE);
+        header.putLong(API_HASH, Opcodes.API_HASH, LE);
+        header.putInt(CHANNEL_COUNT, layout.channelCount(), LE);
+        header.putInt(CHANNEL_STRIDE, layout.channelStride(), LE);
+        header.putLong(CHANNEL_TABLE_OFFSET, layout.channelTableOffset(), LE);
+        header.putInt(REQUEST_AREA_SIZE, layout.requestAreaSize(), LE);
+        header.putInt(RESPONSE_AREA_SIZE, layout.responseAreaSize(), LE);
+        header.putInt(RING_SIZE, layout.ringSize(), LE);
+        header.putInt(WINDOW_SIZE, layout.windowSize(), LE);
+        header.putLong(POOL_OFFSET, layout.poolOffset(), LE);
+        header.putLong(POOL_SIZE, layout.poolSize(), LE);
+        header.putInt(OWNER_TIMEOUT_MS, config.ownerTimeoutMs(), LE);
+
+        backend = config.backend().equals("host-memory") ? new HostMemoryBackend() : new JnaCudaBackend();
+        out = backend.newOut();
+        vm = new Vm(region, layout, backend, config.memoryQuota());
+        long features = initDriver();
+        header.putLong(FEATURE_BITS, features, LE);
+        header.putInt(HOST_DRIVER_VERSION, vm.hostDriverVersion(), LE);
+        vm.hooks(this);
+
+        running = true;
+        heartbeat = new Thread(this::beat, "heartbeat");
+        heartbeat.setDaemon(true);
+        heartbeat.start();
+        watcher = new Thread(this::watch, "channel-watcher");
+        watcher.setDaemon(true);
+        watcher.start();
+        header.putIntRelease(SERVER_STATE, STATE_READY);
+        if (config.pidfile() != null) {
+            Files.writeString(config.pidfile(), ProcessHandle.current().pid() + "\n", StandardCharsets.US_ASCII);
+        }
+        LOG.info("ready: region {} ({} bytes), {} channels of {} bytes (window {}), pool {} bytes at {}, backend {}{}",
+                region.path(), layout.regionSize(), layout.channelCount(), layout.channelStride(), layout.windowSize(),
+                layout.poolSize(), layout.poolOffset(), backend.describe(),
+                config.domainName().isEmpty() ? "" : ", domain " + config.domainName() + " " + config.domainUuid());
+    }
+
+    /** Initialises the driver; failures are logged and answered to the guest's cuInit. Returns feature bits. */
+    private long initDriver() {
+        int result = backend.init(0);
+        vm.initResult(result);
+        if (result != CuResult.SUCCESS) {
+            LOG.error("cuInit on the host failed: {} — guests get this error from cuInit", CuResult.name(result));
+            message("host cuInit failed: " + CuResult.name(result));
+            return 0;
+        }
+        if (backend.driverGetVersion(out) == CuResult.SUCCESS) {
+            vm.hostDriverVersion(out.i0);
+        }
+        int ordinal;
+        try {
+            ordinal = Integer.parseInt(config.gpu());
+        } catch (NumberFormatException e) {
+            LOG.error("gpu = {}: only device indexes are supported yet — guests get CUDA_ERROR_NO_DEVICE", config.gpu());
+            vm.initResult(CuResult.NO_DEVICE);
+            return 0;
+        }
+        result = backend.deviceGet(out, ordinal);
+        if (result != CuResult.SUCCESS) {
+            LOG.error("gpu = {}: cuDeviceGet failed: {} — guests get CUDA_ERROR_NO_DEVICE", ordinal, CuResult.name(result));
+            vm.initResult(CuResult.NO_DEVICE);
+            return 0;
+        }
+        vm.nativeDevice(out.i0);
+        // the region is registered once the primary context exists; pool copies are then DMA
+        if (backend.primaryCtxRetain(out, vm.nativeDevice()) != CuResult.SUCCESS) {
+            LOG.warn("primary context of gpu {} not available: the pool is not registered", ordinal);
+            return 0;
+        }
+        primaryRetained = true;
+        backend.ctxSetCurrent(out.l0);
+        result = backend.memHostRegister(region.address(), region.size(),
+                CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+        if (result != CuResult.SUCCESS) {
+            LOG.warn("cuMemHostRegister of the region failed ({}): pool copies are staged by the driver",
+                    CuResult.name(result));
+            return 0;
+        }
+        registered = true;
+        if (backend.memHostGetDevicePointer(out, region.address() + layout.poolOffset()) == CuResult.SUCCESS) {
+            vm.poolDevicePointer(out.l0);
+        }
+        return FEATURE_POOL_REGISTERED;
+    }
+
+    private void message(String text) {
+        byte[] b = text.getBytes(StandardCharsets.US_ASCII);
+        int n = Math.min(b.length, SERVER_MESSAGE_SIZE - 1);
+        header.putBytes(SERVER_MESSAGE, b, 0, n);
+        header.putByte(SERVER_MESSAGE + n, (byte) 0);
+    }
+
+    private void beat() {
+        while (running) {
+            header.addLongRelease(SERVER_HEARTBEAT, 1);
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(HEARTBEAT_MS));
+        }
+    }
+
+    private void watch() {
+        long nextLiveness = System.nanoTime();
+        while (running) {
+            synchronized (this) {
+                for (int i = 0; i < channels.length && running; i++) {
+                    ChannelWorker w = workers[i];
+                    if (w != null && !w.alive()) {
+                        workers[i] = null;
+                        w = null;
+                    }
+                    long owner = channels[i].getLongVolatile(ChannelLayout.OWNER);
+                    if (owner != 0 && w == null && channels[i].getIntVolatile(ChannelLayout.ATTACHED) == 0) {
+                        ChannelWorker fresh = new ChannelWorker(vm, states[i], channels[i], owner,
+                                config.waitSpinUs(), config.waitParkMaxUs());
+                        workers[i] = fresh;
+                        fresh.start();
+                    }
+                }
+            }
+            long now = System.nanoTime();
+            if (now - nextLiveness >= 0) {
+                nextLiveness = now + TimeUnit.MILLISECONDS.toNanos(HEARTBEAT_MS);
+                checkLiveness(now);
+            }
+            LockSupport.parkNanos(WATCH_PERIOD_NS);
+        }
+    }
+
+    /** Reclaims tokens whose heartbeat stopped while the VM's guest heartbeat went on (§7). */
+    private void checkLiveness(long now) {
+        Map<Long, Long> sums = new HashMap<>();
+        for (UnsafeBuffer c : channels) {
+            long owner = c.getLongVolatile(ChannelLayout.OWNER);
+            if (owner != 0) {
+                sums.merge(owner, c.getLongVolatile(ChannelLayout.OWNER_HEARTBEAT), Long::sum);
+            }
+        }
+        long guestBeat = header.getLongVolatile(GUEST_HEARTBEAT);
+        liveness.keySet().retainAll(sums.keySet());
+        for (Map.Entry<Long, Long> e : sums.entrySet()) {
+            Liveness l = liveness.get(e.getKey());
+            if (l == null || l.beatSum != e.getValue()) {
+                l = l == null ? new Liveness() : l;
+                l.beatSum = e.getValue();
+                l.changedAtNanos = now;
+                l.guestBeatAtChange = guestBeat;
+                liveness.put(e.getKey(), l);
+                continue;
+            }
+            if (now - l.changedAtNanos >= TimeUnit.MILLISECONDS.toNanos(config.ownerTimeoutMs())
+                    && guestBeat - l.guestBeatAtChange >= GUEST_BEATS_FOR_RECLAIM) {
+                LOG.warn("owner pid {} (token {}): heartbeat stopped for {} ms while the VM's went on: reclaiming",
+                        e.getKey() >>> 32, Long.toHexString(e.getKey()), config.ownerTimeoutMs());
+                liveness.remove(e.getKey());
+                reclaim(e.getKey(), null);
+            }
+        }
+    }
+
+    /** Stops the token's workers (except {@code caller}), releases its channels and frees its resources. */
+    private void reclaim(long token, ChannelWorker caller) {
+        synchronized (this) {
+            for (int i = 0; i < channels.length; i++) {
+                ChannelWorker w = workers[i];
+                if (w != null && w.token() == token && w != caller) {
+                    w.stop();
+                }
+            }
+            for (int i = 0; i < channels.length; i++) {
+                ChannelWorker w = workers[i];
+                if (w != null && w.token() == token && w != caller) {
+                    try {
+                        w.join(10_000);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    if (w.alive()) {
+                        LOG.warn("channel {}: worker still busy in a driver call after 10 s; freeing anyway", i);
+                    }
+                    channels[i].compareAndSetLong(ChannelLayout.OWNER, token, 0);
+                }
+            }
+        }
+        vm.reclaim(token, backend.newOut());
+    }
+
+    /** Reclaims a token from a watcher-independent caller (tests, liveness). */
+    public void reclaim(long token) {
+        reclaim(token, null);
+    }
+
+    @Override
+    public void reclaimFromWorker(long token, ChannelWorker caller) {
+        reclaim(token, caller);
+    }
+
+    @Override
+    public void close() {
+        if (region == null) {
+            return;
+        }
+        header.putIntRelease(SERVER_STATE, STATE_STOPPING);
+        running = false;
+        join(watcher);
+        join(heartbeat);
+        synchronized (this) {
+            stopAndFree();
+        }
+    }
+
+    private void stopAndFree() {
+        for (ChannelWorker w : workers) {
+            if (w != null) {
+                w.stop();
+            }
+        }
+        for (ChannelWorker w : workers) {
+            if (w != null) {
+                try {
+                    w.join(10_000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+        for (Long token : vm.owners().keySet().toArray(new Long[0])) {
+            vm.reclaim(token, out);
+        }
+        if (registered) {
+            backend.memHostUnregister(region.address());
+        }
+        if (primaryRetained) {
+            backend.primaryCtxRelease(vm.nativeDevice());
+        }
+        vm.close();
+        header.putIntRelease(SERVER_STATE, STATE_STOPPED);
+        region.close();
+        region = null;
+        if (config.pidfile() != null) {
+            try {
+                Files.deleteIfExists(config.pidfile());
+            } catch (IOException e) {
+                LOG.warn("pidfile {} not removed: {}", config.pidfile(), e.getMessage());
+            }
+        }
+        LOG.info("stopped");
+    }
+
+    private static void join(Thread t) {
+        if (t != null) {
+            try {
+                t.join(5_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+package io.ivcuda.server;
+
+import java.nio.file.Path;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.commons.configuration2.PropertiesConfiguration;
+import org.apache.commons.configuration2.builder.fluent.Configurations;
+import org.apache.commons.configuration2.ex.ConfigurationException;
+
+/**
+ * The server's configuration (docs/architecture.md): properties files in order, later ones
+ * override earlier ones, {@code --set} overrides all. Every key is known and every value checked;
+ * a {@link ConfigError} names the key and where it came from.
+ */
+public record ServerConfig(Path regionPath, long regionSize, String mode, String doorbellSocket, String gpu,
+                           long memoryQuota, String backend, int channelCount, int channelWindow,
+                           int ownerTimeoutMs, long waitSpinUs, long waitParkMaxUs, Path pidfile,
+                           String domainUuid, String domainName) {
+
+    static final Set<String> KEYS = Set.of("region.path", "region.size", "mode", "doorbell.socket", "gpu",
+            "memory.quota", "backend", "channel.count", "channel.window", "owner.timeout.ms", "wait.spin.us",
+            "wait.park.max.us", "pidfile", "domain.uuid", "domain.name");
+
+    /** A configuration error: exit status 2. */
+    public static final class ConfigError extends Exception {
+        public ConfigError(String message) {
+            super(message);
+        }
+    }
+
+    private record Value(String text, String source) {
+    }
+
+    public static ServerConfig load(List<Path> files, List<String> sets) throws ConfigError {
+        Map<String, Value> values = new LinkedHashMap<>();
+        Configurations configurations = new Configurations();
+        for (Path file : files) {
+            PropertiesConfiguration c;
+            try {
+                c = configurations.properties(file.toFile());
+            } catch (ConfigurationException e) {
+                throw new ConfigError(file + ": cannot be read: " + e.getMessage());
+            }
+            for (Iterator<String> keys = c.getKeys(); keys.hasNext(); ) {
+                String key = keys.next();
+                values.put(key, new Value(c.getString(key), file.toString()));
+            }
+        }
+        for (String set : sets) {
+            int eq = set.indexOf('=');
+            if (eq <= 0) {
+                throw new ConfigError("--set " + set + ": expected KEY=VALUE");
+            }
+            values.put(set.substring(0, eq).trim(), new Value(set.substring(eq + 1).trim(), "--set"));
+        }
+        for (Map.Entry<String, Value> e : values.entrySet()) {
+            if (!KEYS.contains(e.getKey())) {
+                throw new ConfigError(e.getValue().source() + ": unknown key " + e.getKey());
+            }
+        }
+        Reader r = new Reader(values);
+        String regionPath = r.string("region.path", null);
+        if (regionPath == null || regionPath.isBlank()) {
+            throw new ConfigError("region.path: required (set it in a --config file or with --set)");
+        }
+        String mode = r.string("mode", "plain");
+        if (!mode.equals("plain") && !mode.equals("doorbell")) {
+            throw r.bad("mode", "is neither plain nor doorbell");
+        }
+        if (mode.equals("doorbell")) {
+            throw r.bad("mode", "doorbell mode is not implemented by this server yet");
+        }
+        String backend = r.string("backend", "cuda");
+        if (!backend.equals("cuda") && !backend.equals("host-memory")) {
+            throw r.bad("backend", "is neither cuda nor host-memory");
+        }
+        String pidfile = r.string("pidfile", null);
+        return new ServerConfig(Path.of(regionPath), r.number("region.size", 268435456L, 1L << 20, 1L << 46),
+                mode, r.string("doorbell.socket", null), r.string("gpu", "0"),
+                r.number("memory.quota", 0, 0, Long.MAX_VALUE), backend,
+                (int) r.number("channel.count", 32, 1, 4096), (int) r.number("channel.window", 0, 0, 16 << 20),
+                (int) r.number("owner.timeout.ms", 10000, 100, 3_600_000),
+                r.number("wait.spin.us", 50, 0, 1_000_000), r.number("wait.park.max.us", 1000, 1, 1_000_000),
+                pidfile == null ? null : Path.of(pidfile), r.string("domain.uuid", ""), r.string("domain.name", ""));
+    }
+
+    private static final class Reader {
+        private final Map<String, Value> values;
+
+        Reader(Map<String, Value> values) {
+            this.values = values;
+        }
+
+        String string(String key, String fallback) {
+            Value v = values.get(key);
+            return v == null ? fallback : v.text();
+        }
+
+        ConfigError bad(String key, String why) {
+            Value v = values.get(key);
+            String where = v == null ? "default" : v.source();
+            return new ConfigError(where + ": " + key + " = " + (v == null ? "" : v.text()) + ": " + why);
+        }
+
+        long number(String key, long fallback, long min, long max) throws ConfigError {
+            Value v = values.get(key);
+            if (v == null) {
+                return fallback;
+            }
+            long n;
+            try {
+                n = Long.decode(v.text());
+            } catch (NumberFormatException e) {
+                throw bad(key, "is not a number");
+            }
+            if (n < min || n > max) {
+                throw bad(key, "is not in " + min + ".." + max);
+            }
+            return n;
+        }
+    }
+}

@@ -1,0 +1,466 @@
+package io.ivcuda.server.backend;
+
+import io.ivcuda.server.core.CuResult;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.agrona.UnsafeApi;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+/**
+ * A stand-in "device" in host RAM, to test the transport without a GPU (backend=host-memory).
+ * Device memory is malloc'd blocks behind fake device addresses; streams and events complete at
+ * once; contexts are counters with a per-thread current stack. Modules and launches are not
+ * supported. Never a substitute for the GPU path.
+ */
+public final class HostMemoryBackend implements CudaBackend {
+    private static final Logger LOG = LogManager.getLogger(HostMemoryBackend.class);
+    private static final long DEVICE_BASE = 0x7_0000_0000L;
+    private static final long TOTAL = 1L << 30;
+
+    private record Block(long hostAddress, long size) {
+    }
+
+    private final TreeMap<Long, Block> blocks = new TreeMap<>();
+    private final AtomicLong nextObject = new AtomicLong(0x1000);
+    private final ThreadLocal<ArrayDeque<Long>> contextStack = ThreadLocal.withInitial(ArrayDeque::new);
+    private long nextDevice = DEVICE_BASE;
+    private long used;
+
+    public HostMemoryBackend() {
+        LOG.warn("backend=host-memory: device memory lives in host RAM, no GPU is used — for transport tests only");
+    }
+
+    @Override
+    public String describe() {
+        return "host-memory (test backend, no GPU)";
+    }
+
+    @Override
+    public Out newOut() {
+        return new Out(UnsafeApi.allocateMemory(Out.SCRATCH_SIZE));
+    }
+
+    /** The host address of [address, address+bytes) if it lies in one block, else 0. */
+    private synchronized long translate(long address, long bytes) {
+        Map.Entry<Long, Block> e = blocks.floorEntry(address);
+        if (e == null || bytes < 0 || address - e.getKey() + bytes > e.getValue().size()) {
+            return 0;
+        }
+        return e.getValue().hostAddress() + (address - e.getKey());
+    }
+
+    @Override
+    public int init(int flags) {
+        return flags == 0 ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
+    }
+
+    @Override
+    public int driverGetVersion(Out o) {
+        o.i0 = 13000;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int deviceGet(Out o, int ordinal) {
+        if (ordinal != 0) {
+            return CuResult.INVALID_DEVICE;
+        }
+        o.i0 = 0;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int deviceGetCount(Out o) {
+        o.i0 = 1;
+        return CuResult.SUCCESS;
+    }
+
+    private static int putString(long dst, int capacity, String s) {
+        byte[] b = s.getBytes(StandardCharsets.US_ASCII);
+        int n = Math.min(b.length, capacity - 1);
+        for (int i = 0; i < n; i++) {
+            UnsafeApi.putByte(dst + i, b[i]);
+        }
+        UnsafeApi.putByte(dst + n, (byte) 0);
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int deviceGetName(long dst, int capacity, int device) {
+        if (device != 0 || capacity < 1) {
+            return device != 0 ? CuResult.INVALID_DEVICE : CuResult.INVALID_VALUE;
+        }
+        return putString(dst, capacity, "ivcuda host-memory test device");
+    }
+
+    @Override
+    public int deviceGetUuid(long dst16, int device) {
+        UnsafeApi.setMemory(dst16, 16, (byte) 0x11);
+        return device == 0 ? CuResult.SUCCESS : CuResult.INVALID_DEVICE;
+    }
+
+    @Override
+    public int deviceGetPciBusId(long dst, int capacity, int device) {
+        if (capacity < 1) {
+            return CuResult.INVALID_VALUE;
+        }
+        return putString(dst, capacity, "0000:00:00.0");
+    }
+
+    @Override
+    public int deviceTotalMem(Out o, int device) {
+        o.l0 = TOTAL;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int deviceGetAttribute(Out o, int attribute, int device) {
+        o.i0 = 0;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ctxCreate(Out o, int flags, int device) {
+        o.l0 = nextObject.incrementAndGet();
+        contextStack.get().push(o.l0);
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ctxDestroy(long ctx) {
+        contextStack.get().remove(ctx);
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ctxGetCurrent(Out o) {
+        Long c = contextStack.get().peek();
+        o.l0 = c == null ? 0 : c;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ctxSetCurrent(long ctx) {
+        ArrayDeque<Long> s = contextStack.get();
+        if (!s.isEmpty()) {
+            s.pop();
+        }
+        if (ctx != 0) {
+            s.push(ctx);
+        }
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ctxPushCurrent(long ctx) {
+        contextStack.get().push(ctx);
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ctxPopCurrent(Out o) {
+        Long c = contextStack.get().poll();
+        o.l0 = c == null ? 0 : c;
+        return c == null ? CuResult.INVALID_CONTEXT : CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ctxGetDevice(Out o) {
+        o.i0 = 0;
+        return contextStack.get().isEmpty() ? CuResult.INVALID_CONTEXT : CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ctxSynchronize() {
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ctxGetFlags(Out o) {
+        o.i0 = 0;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ctxGetApiVersion(Out o, long ctx) {
+        o.i0 = 13000;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ctxGetLimit(Out o, int limit) {
+        o.l0 = 0;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ctxSetLimit(int limit, long value) {
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ctxGetStreamPriorityRange(Out o) {
+        o.i0 = 0;
+        o.i1 = 0;
+        return CuResult.SUCCESS;
+    }
+
+    private final long primary = nextObject.incrementAndGet();
+
+    @Override
+    public int primaryCtxRetain(Out o, int device) {
+        o.l0 = primary;
+        return device == 0 ? CuResult.SUCCESS : CuResult.INVALID_DEVICE;
+    }
+
+    @Override
+    public int primaryCtxRelease(int device) {
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int primaryCtxReset(int device) {
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int primaryCtxGetState(Out o, int device) {
+        o.i0 = 0;
+        o.i1 = 1;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int primaryCtxSetFlags(int device, int flags) {
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int moduleLoadData(Out o, long image) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int moduleUnload(long module) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int moduleGetFunction(Out o, long module, String name) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int moduleGetGlobal(Out o, long module, String name) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public synchronized int memAlloc(Out o, long bytes) {
+        if (bytes <= 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        if (used + bytes > TOTAL) {
+            return CuResult.OUT_OF_MEMORY;
+        }
+        long host = UnsafeApi.allocateMemory(bytes);
+        long device = nextDevice;
+        nextDevice += (bytes + 0xffff) & ~0xffffL;
+        blocks.put(device, new Block(host, bytes));
+        used += bytes;
+        o.l0 = device;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int memAllocPitch(Out o, long widthBytes, long height, int elementSize) {
+        long pitch = (widthBytes + 255) & ~255L;
+        int r = memAlloc(o, pitch * height);
+        o.l1 = pitch;
+        return r;
+    }
+
+    @Override
+    public synchronized int memFree(long dptr) {
+        Block b = blocks.remove(dptr);
+        if (b == null) {
+            return CuResult.INVALID_VALUE;
+        }
+        UnsafeApi.freeMemory(b.hostAddress());
+        used -= b.size();
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public synchronized int memGetInfo(Out o) {
+        o.l0 = TOTAL - used;
+        o.l1 = TOTAL;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public synchronized int memGetAddressRange(Out o, long dptr) {
+        Map.Entry<Long, Block> e = blocks.floorEntry(dptr);
+        if (e == null || dptr - e.getKey() >= e.getValue().size()) {
+            return CuResult.NOT_FOUND;
+        }
+        o.l0 = e.getKey();
+        o.l1 = e.getValue().size();
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int memcpyHtoD(long dst, long srcHost, long bytes, long stream, boolean async) {
+        long d = translate(dst, bytes);
+        if (d == 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        UnsafeApi.copyMemory(srcHost, d, bytes);
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int memcpyDtoH(long dstHost, long src, long bytes, long stream, boolean async) {
+        long s = translate(src, bytes);
+        if (s == 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        UnsafeApi.copyMemory(s, dstHost, bytes);
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int memcpyDtoD(long dst, long src, long bytes, long stream, boolean async) {
+        long d = translate(dst, bytes);
+        long s = translate(src, bytes);
+        if (d == 0 || s == 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        UnsafeApi.copyMemory(s, d, bytes);
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int memset(int width, long dst, int value, long count, long stream, boolean async) {
+        long d = translate(dst, count * width);
+        if (d == 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        for (long i = 0; i < count; i++) {
+            switch (width) {
+                case 1 -> UnsafeApi.putByte(d + i, (byte) value);
+                case 2 -> UnsafeApi.putShort(d + 2 * i, (short) value);
+                default -> UnsafeApi.putInt(d + 4 * i, value);
+            }
+        }
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int memHostRegister(long address, long bytes, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memHostUnregister(long address) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memHostGetDevicePointer(Out o, long address) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamCreate(Out o, int flags, int priority) {
+        o.l0 = nextObject.incrementAndGet();
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int streamDestroy(long stream) {
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int streamSynchronize(long stream) {
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int streamQuery(long stream) {
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int streamWaitEvent(long stream, long event, int flags) {
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int eventCreate(Out o, int flags) {
+        o.l0 = nextObject.incrementAndGet();
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int eventDestroy(long event) {
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int eventRecord(long event, long stream, int flags) {
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int eventSynchronize(long event) {
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int eventQuery(long event) {
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int eventElapsedTime(Out o, long start, long end) {
+        o.f0 = 0.5f;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int funcGetAttribute(Out o, int attribute, long function) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int funcSetAttribute(long function, int attribute, int value) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int funcSetCacheConfig(long function, int config) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int funcGetParamInfo(Out o, long function, long index) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int occupancyMaxActiveBlocksPerMultiprocessor(Out o, long function, int blockSize, long dynamicSmem, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int launchKernel(long function, int gx, int gy, int gz, int bx, int by, int bz, int sharedMem, long stream,
+                            long kernelParams) {
+        return CuResult.NOT_SUPPORTED;
+    }
+}

@@ -1,0 +1,296 @@
+package io.ivcuda.server.core;
+
+import static io.ivcuda.server.region.ChannelLayout.*;
+
+import io.ivcuda.server.gen.Dispatcher;
+import io.ivcuda.server.gen.Opcodes;
+import io.ivcuda.server.gen.Reply;
+import io.ivcuda.server.region.Layout;
+import java.nio.ByteOrder;
+import java.util.concurrent.TimeUnit;
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+/**
+ * Serves one claimed channel on its own thread (guest thread ↔ host thread, so the CUDA current
+ * context follows the guest thread). Polls req_seq and the ring with a spin/yield/park backoff,
+ * drains the ring before each sync request (docs/protocol.md §4), keeps the channel's sticky async
+ * error (§6), and stops when the owner word changes or the server stops.
+ */
+public final class ChannelWorker implements Runnable {
+    private static final Logger LOG = LogManager.getLogger(ChannelWorker.class);
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+
+    private final Vm vm;
+    private final ChannelState state;
+    private final UnsafeBuffer channel;
+    private final long channelAddress;
+    private final long token;
+    private final Layout layout;
+    private final RequestHandlers handlers;
+    private final Reply reply = new Reply();
+    private final BackoffIdleStrategy idle;
+    private final int ringMask;
+    private volatile boolean stop;
+    private volatile Thread thread;
+    private boolean poisoned;
+    private int sticky;
+    private int currentOpcode;
+
+    public ChannelWorker(Vm vm, ChannelState state, UnsafeBuffer channel, long token, long spinUs, long parkMaxUs) {
+        this.vm = vm;
+        this.state = state;
+        this.channel = channel;
+        this.channelAddress = channel.addressOffset();
+        this.token = token;
+        this.layout = vm.layout();
+        this.ringMask = layout.ringSize() - 1;
+        this.idle = new BackoffIdleStrategy(Math.max(1, spinUs * 10), 20,
+                TimeUnit.MICROSECONDS.toNanos(1), TimeUnit.MICROSECONDS.toNanos(Math.max(1, parkMaxUs)));
+        this.handlers = new RequestHandlers(vm, this);
+    }
+
+    public int index() {
+        return state.index;
+    }
+
+    public long token() {
+        return token;
+    }
+
+    public int ownerPid() {
+        return channel.getInt(OWNER_PID, LE);
+    }
+
+    public UnsafeBuffer channel() {
+        return channel;
+    }
+
+    public long channelAddress() {
+        return channelAddress;
+    }
+
+    ChannelState state() {
+        return state;
+    }
+
+    int currentOpcode() {
+        return currentOpcode;
+    }
+
+    /** Asks the worker to stop after its current call. */
+    public void stop() {
+        stop = true;
+    }
+
+    public boolean stopping() {
+        return stop || channel.getLongVolatile(OWNER) != token;
+    }
+
+    public void join(long millis) throws InterruptedException {
+        Thread t = thread;
+        if (t != null && t != Thread.currentThread()) {
+            t.join(millis);
+        }
+    }
+
+    public boolean alive() {
+        Thread t = thread;
+        return t != null && t.isAlive();
+    }
+
+    public void start() {
+        Thread t = new Thread(this, "channel-" + state.index);
+        t.setDaemon(true);
+        thread = t;
+        t.start();
+    }
+
+    @Override
+    public void run() {
+        channel.putIntRelease(ATTACHED, 1);
+        try {
+            while (!stopping()) {
+                long req = channel.getLongAcquire(REQ_SEQ);
+                if (req != state.lastSeq) {
+                    serveRequest(req);
+                    idle.reset();
+                    continue;
+                }
+                long tail = channel.getLongAcquire(RING_TAIL);
+                if (tail != state.ringHead && !poisoned) {
+                    drainRing(tail);
+                    idle.reset();
+                    continue;
+                }
+                idle.idle();
+            }
+        } catch (Throwable e) {
+            LOG.error("channel {} pid {}: worker failed", state.index, ownerPid(), e);
+        } finally {
+            handlers.detach();
+            detach();
+        }
+    }
+
+    /**
+     * Leaves the channel consistent for its next owner (docs/protocol.md §3, Release): resp_seq =
+     * req_seq, ring_head = ring_tail, server_chunk = guest_chunk, attached = 0.
+     */
+    private void detach() {
+        long pending = channel.getLongAcquire(REQ_SEQ);
+        if (pending != state.lastSeq) {
+            // a request published but never served: answer it so the guest does not read a stale response
+            int responseArea = layout.responseAreaOffset();
+            channel.putInt(responseArea + MSG_OPCODE_OR_RESULT, CuResult.NOT_INITIALIZED, LE);
+            channel.putInt(responseArea + MSG_PAYLOAD_LEN, 0, LE);
+            channel.putLong(responseArea + MSG_SEQ, pending, LE);
+        }
+        state.lastSeq = pending;
+        state.ringHead = channel.getLongAcquire(RING_TAIL);
+        state.serverChunk = channel.getLongAcquire(GUEST_CHUNK);
+        channel.putLongRelease(RING_HEAD, state.ringHead);
+        channel.putLongRelease(SERVER_CHUNK, state.serverChunk);
+        channel.putLongRelease(RESP_SEQ, state.lastSeq);
+        channel.putIntRelease(ATTACHED, 0);
+    }
+
+    private void serveRequest(long req) {
+        int requestArea = layout.requestAreaOffset();
+        int responseArea = layout.responseAreaOffset();
+        int opcode = channel.getInt(requestArea + MSG_OPCODE_OR_RESULT, LE);
+        int payloadLen = channel.getInt(requestArea + MSG_PAYLOAD_LEN, LE);
+        long seq = channel.getLong(requestArea + MSG_SEQ, LE);
+        currentOpcode = opcode;
+        // everything the thread queued before the call runs before it
+        long tail = channel.getLongAcquire(RING_TAIL);
+        if (tail != state.ringHead && !poisoned) {
+            drainRing(tail);
+        }
+        int result;
+        reply.target(channel, responseArea + MESSAGE_HEADER);
+        int room = layout.responseAreaSize() - MESSAGE_HEADER;
+        int responseLen = 0;
+        String fault = null;
+        if (req != state.lastSeq + 1) {
+            result = CuResult.INVALID_VALUE;
+            fault = "req_seq (" + req + ", expected " + (state.lastSeq + 1) + ")";
+        } else if (seq != req) {
+            result = CuResult.INVALID_VALUE;
+            fault = "seq (" + seq + ", req_seq " + req + ")";
+        } else if (poisoned) {
+            result = CuResult.ILLEGAL_STATE;
+        } else if (!handlers.greeted() && opcode != Opcodes.IVC_HELLO) {
+            result = CuResult.NOT_INITIALIZED;
+            fault = "opcode (first request must be ivc_hello)";
+        } else if (payloadLen < 0 || payloadLen > layout.requestAreaSize() - MESSAGE_HEADER) {
+            result = CuResult.INVALID_VALUE;
+            fault = "payload_len (" + Integer.toUnsignedString(payloadLen) + ")";
+        } else {
+            try {
+                result = Dispatcher.sync(handlers, opcode, channel, requestArea + MESSAGE_HEADER, payloadLen, reply, room);
+                fault = reply.fault();
+                responseLen = fault == null ? reply.payloadLength() : 0;
+            } catch (RuntimeException e) {
+                LOG.error("channel {} pid {} {}: handler failed", state.index, ownerPid(), Opcodes.name(opcode), e);
+                result = CuResult.UNKNOWN;
+            }
+            if (sticky != 0) {
+                if (result == CuResult.SUCCESS) {
+                    result = sticky;
+                }
+                sticky = 0;
+            }
+        }
+        if (fault != null) {
+            LOG.warn("channel {} pid {} {}: {} at fault → {}", state.index, ownerPid(), Opcodes.name(opcode), fault,
+                    CuResult.name(result));
+        }
+        channel.putInt(responseArea + MSG_OPCODE_OR_RESULT, result, LE);
+        channel.putInt(responseArea + MSG_PAYLOAD_LEN, responseLen, LE);
+        channel.putLong(responseArea + MSG_SEQ, req, LE);
+        state.lastSeq = req;
+        channel.putLongRelease(RESP_SEQ, req);
+        if (result == CuResult.NOT_INITIALIZED && !handlers.greeted()) {
+            // a channel whose first request is not a valid hello is reclaimed (§3)
+            LOG.warn("channel {} pid {}: released (no valid ivc_hello)", state.index, ownerPid());
+            channel.compareAndSetLong(OWNER, token, 0);
+            stop = true;
+        }
+    }
+
+    /** Runs ring records up to {@code tail}; a malformed ring poisons the channel (§6). */
+    private void drainRing(long tail) {
+        int ring = layout.ringOffset();
+        int ringSize = layout.ringSize();
+        long head = state.ringHead;
+        long pending = tail - head;
+        if (pending < 0 || pending > ringSize) {
+            poison("ring_tail (" + tail + ", ring_head " + head + ", ring_size " + ringSize + ")");
+            return;
+        }
+        while (head != tail && !poisoned) {
+            int pos = (int) (head & ringMask);
+            int total = channel.getInt(ring + pos + RECORD_TOTAL_LEN, LE);
+            int opcode = channel.getInt(ring + pos + RECORD_OPCODE, LE);
+            currentOpcode = opcode;
+            if (total < 8 || (total & 7) != 0 || total > ringSize - pos || total > tail - head
+                    || (opcode != Opcodes.PAD && total < RECORD_HEADER)) {
+                poison("total_len (" + Integer.toUnsignedString(total) + " at ring position " + pos + ")");
+                return;
+            }
+            if (opcode != Opcodes.PAD) {
+                int result;
+                try {
+                    result = Dispatcher.async(handlers, opcode, channel, ring + pos + RECORD_HEADER,
+                            total - RECORD_HEADER, reply, 0);
+                } catch (RuntimeException e) {
+                    LOG.error("channel {} pid {} {}: handler failed", state.index, ownerPid(), Opcodes.name(opcode), e);
+                    result = CuResult.UNKNOWN;
+                }
+                if (result != CuResult.SUCCESS) {
+                    if (reply.fault() != null) {
+                        LOG.warn("channel {} pid {} {} (ring): {} at fault → {}", state.index, ownerPid(),
+                                Opcodes.name(opcode), reply.fault(), CuResult.name(result));
+                    }
+                    if (sticky == 0) {
+                        sticky = result;
+                    }
+                }
+            }
+            head += total;
+            state.ringHead = head;
+            channel.putLongRelease(RING_HEAD, head);
+        }
+    }
+
+    private void poison(String field) {
+        poisoned = true;
+        LOG.warn("channel {} pid {} ring: {} at fault → channel poisoned, later calls get {}", state.index,
+                ownerPid(), field, CuResult.name(CuResult.ILLEGAL_STATE));
+    }
+
+    /** Waits until the guest's chunk counter reaches {@code target}; false if the channel stops. */
+    boolean awaitGuestChunk(long target) {
+        idle.reset();
+        while (channel.getLongAcquire(GUEST_CHUNK) - target < 0) {
+            if (stopping()) {
+                return false;
+            }
+            idle.idle();
+        }
+        return true;
+    }
+
+    void publishServerChunk(long value) {
+        state.serverChunk = value;
+        channel.putLongRelease(SERVER_CHUNK, value);
+    }
+
+    /** Marks the server-side chunk count the guest must catch up to (device→host waits). */
+    boolean awaitGuestChunkAtLeast(long target) {
+        return awaitGuestChunk(target);
+    }
+}

@@ -1,0 +1,39 @@
+package io.ivcuda.server.core;
+
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** Per-process state of one owner token (docs/protocol.md §3): what reclaim must free. */
+public final class Owner {
+    private final long token;
+    private final DeviceRanges ranges = new DeviceRanges();
+    private final AtomicInteger primaryRetains = new AtomicInteger();
+    private volatile boolean closed;
+
+    public Owner(long token) {
+        this.token = token;
+    }
+
+    public long token() {
+        return token;
+    }
+
+    public int pid() {
+        return (int) (token >>> 32);
+    }
+
+    public DeviceRanges ranges() {
+        return ranges;
+    }
+
+    public AtomicInteger primaryRetains() {
+        return primaryRetains;
+    }
+
+    public boolean closed() {
+        return closed;
+    }
+
+    public void close() {
+        closed = true;
+    }
+}

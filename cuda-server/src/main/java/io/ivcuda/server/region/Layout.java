@@ -1,0 +1,79 @@
+package io.ivcuda.server.region;
+
+/**
+ * The region's layout as the server decided it. The server keeps this copy and never reads a
+ * layout value back from the region, which the guest can write (docs/protocol.md intro).
+ */
+public record Layout(long regionSize, int channelCount, int channelStride, long channelTableOffset,
+                     int requestAreaSize, int responseAreaSize, int ringSize, int windowSize,
+                     long poolOffset, long poolSize) {
+
+    public static final int PAGE = 4096;
+    public static final int REQUEST_AREA_SIZE = 64 * 1024;
+    public static final int RESPONSE_AREA_SIZE = 64 * 1024;
+    public static final int RING_SIZE = 128 * 1024;
+    public static final int MIN_DERIVED_WINDOW = 256 * 1024;
+    public static final int MAX_WINDOW = 16 * 1024 * 1024;
+    public static final int MIN_WINDOW = 8 * 1024;
+
+    public int requestAreaOffset() {
+        return ChannelLayout.REQUEST_AREA;
+    }
+
+    public int responseAreaOffset() {
+        return requestAreaOffset() + requestAreaSize;
+    }
+
+    public int ringOffset() {
+        return responseAreaOffset() + responseAreaSize;
+    }
+
+    public int windowOffset() {
+        return ringOffset() + ringSize;
+    }
+
+    public long channelOffset(int index) {
+        return channelTableOffset + (long) index * channelStride;
+    }
+
+    static int strideFor(int window) {
+        long bytes = (long) ChannelLayout.REQUEST_AREA + REQUEST_AREA_SIZE + RESPONSE_AREA_SIZE + RING_SIZE + window;
+        return (int) ((bytes + PAGE - 1) / PAGE * PAGE);
+    }
+
+    /**
+     * Computes the layout. {@code window} 0 means derived: the largest power of two in
+     * [256 KiB, 16 MiB] with which the channels take at most a quarter of the region, or a smaller
+     * one (≥ 8 KiB) when even 256 KiB windows do not fit.
+     *
+     * @throws IllegalArgumentException naming the key whose value cannot work
+     */
+    public static Layout compute(long regionSize, int channelCount, int window) {
+        if (regionSize < 1L << 20 || Long.bitCount(regionSize) != 1) {
+            throw new IllegalArgumentException("region.size: " + regionSize + " is not a power of two ≥ 1 MiB");
+        }
+        if (channelCount < 1 || channelCount > 4096) {
+            throw new IllegalArgumentException("channel.count: " + channelCount + " is not in 1..4096");
+        }
+        int w = window;
+        if (w == 0) {
+            long perChannel = regionSize / 4 / channelCount - strideFor(0);
+            w = perChannel <= 0 ? MIN_DERIVED_WINDOW
+                    : (int) Math.max(MIN_DERIVED_WINDOW, Math.min(MAX_WINDOW, Long.highestOneBit(perChannel)));
+            if (PAGE + (long) channelCount * strideFor(w) > regionSize) {
+                long fit = (regionSize - PAGE) / channelCount - strideFor(0);
+                w = fit < MIN_WINDOW ? MIN_WINDOW : (int) Long.highestOneBit(fit);
+            }
+        } else if (w < MIN_WINDOW || w > MAX_WINDOW || w % (2 * PAGE) != 0) {
+            throw new IllegalArgumentException("channel.window: " + w + " is not a multiple of 8192 in 8 KiB..16 MiB");
+        }
+        int stride = strideFor(w);
+        long poolOffset = PAGE + (long) channelCount * stride;
+        if (poolOffset > regionSize) {
+            throw new IllegalArgumentException("channel.count: " + channelCount + " channels of " + stride
+                    + " bytes do not fit in region.size " + regionSize);
+        }
+        return new Layout(regionSize, channelCount, stride, PAGE, REQUEST_AREA_SIZE, RESPONSE_AREA_SIZE,
+                RING_SIZE, w, poolOffset, regionSize - poolOffset);
+    }
+}

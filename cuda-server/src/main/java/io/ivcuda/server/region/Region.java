@@ -1,0 +1,85 @@
+package io.ivcuda.server.region;
+
+import com.sun.jna.LastErrorException;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * The mapped region file. Regions may exceed 2 GiB, so the mapping is a native address;
+ * the header and each channel get their own {@link UnsafeBuffer} view (each &lt; 2 GiB).
+ */
+public final class Region implements AutoCloseable {
+    private final Path path;
+    private final long size;
+    private final long address;
+    private boolean closed;
+
+    private Region(Path path, long size, long address) {
+        this.path = path;
+        this.size = size;
+        this.address = address;
+    }
+
+    /**
+     * Opens the region file, creating it with {@code size} bytes when absent.
+     *
+     * @throws IOException naming the file and both sizes when it exists with another size
+     */
+    public static Region openOrCreate(Path path, long size) throws IOException {
+        if (Files.exists(path)) {
+            long actual = Files.size(path);
+            if (actual != size) {
+                throw new IOException("region " + path + " has " + actual + " bytes, configured region.size is " + size);
+            }
+        } else {
+            try (RandomAccessFile f = new RandomAccessFile(path.toFile(), "rw")) {
+                f.setLength(size);
+            }
+        }
+        int fd;
+        try {
+            fd = LibC.open(path.toString(), LibC.O_RDWR);
+        } catch (LastErrorException e) {
+            throw new IOException("region " + path + ": open failed, errno " + e.getErrorCode(), e);
+        }
+        try {
+            long addr = LibC.mmap(0, size, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fd, 0);
+            return new Region(path, size, addr);
+        } catch (LastErrorException e) {
+            throw new IOException("region " + path + ": mmap of " + size + " bytes failed, errno " + e.getErrorCode(), e);
+        } finally {
+            LibC.close(fd);
+        }
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    public long size() {
+        return size;
+    }
+
+    public long address() {
+        return address;
+    }
+
+    /** A view of {@code length} bytes at {@code offset}; checked against the region. */
+    public UnsafeBuffer view(long offset, int length) {
+        if (offset < 0 || length < 0 || offset + length > size) {
+            throw new IllegalArgumentException("view " + offset + "+" + length + " outside region of " + size);
+        }
+        return new UnsafeBuffer(address + offset, length);
+    }
+
+    @Override
+    public synchronized void close() {
+        if (!closed) {
+            closed = true;
+            LibC.munmap(address, size);
+        }
+    }
+}

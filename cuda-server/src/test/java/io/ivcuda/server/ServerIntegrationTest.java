@@ -1,0 +1,347 @@
+package io.ivcuda.server;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ivcuda.server.FakeGuest.Channel;
+import io.ivcuda.server.FakeGuest.Payload;
+import io.ivcuda.server.FakeGuest.Response;
+import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.gen.Opcodes;
+import io.ivcuda.server.region.ChannelLayout;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.agrona.ExpandableArrayBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A real server over a temp region with the host-memory backend, driven by {@link FakeGuest}. */
+class ServerIntegrationTest {
+    static final long SIZE = 32L << 20;
+    static final long TOKEN = (4242L << 32) | 0x1234;
+
+    @TempDir
+    Path dir;
+    CudaServer server;
+    FakeGuest guest;
+
+    @BeforeEach
+    void start() throws Exception {
+        start(0);
+    }
+
+    void start(long quota) throws Exception {
+        start(quota, "owner.timeout.ms=10000");
+    }
+
+    void start(long quota, String extra) throws Exception {
+        if (server != null) {
+            stop();
+        }
+        Path region = dir.resolve("region-" + quota);
+        ServerConfig config = ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
+                "channel.count=8", "backend=host-memory", "memory.quota=" + quota, "wait.park.max.us=200", extra));
+        server = new CudaServer(config);
+        server.start();
+        guest = new FakeGuest(region, SIZE);
+    }
+
+    @AfterEach
+    void stop() {
+        guest.close();
+        server.close();
+    }
+
+    private Channel greeted(int index, long token) {
+        Channel c = guest.claim(index, token);
+        assertEquals(CuResult.SUCCESS, c.hello().result());
+        return c;
+    }
+
+    private long alloc(Channel c, long bytes) {
+        Response r = c.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(bytes));
+        assertEquals(CuResult.SUCCESS, r.result());
+        return r.out(0);
+    }
+
+    @Test
+    void helloAnswersVersionsAndWrongHashIsRefusedWithAMessage() throws Exception {
+        Channel c = guest.claim(0, TOKEN);
+        Response bad = c.hello(0xdeadL);
+        assertEquals(CuResult.NOT_INITIALIZED, bad.result());
+        String message = bad.buffer().getStringWithoutLengthAscii(bad.payload() + 32, (int) bad.out(3) - 1);
+        assertTrue(message.contains("guest API hash dead"), message);
+        awaitReleased(c);
+        c = guest.claim(0, TOKEN);
+        Response good = c.hello();
+        assertEquals(CuResult.SUCCESS, good.result());
+        assertEquals(1, good.out(0));
+        assertEquals(Opcodes.API_HASH, good.out(1));
+    }
+
+    @Test
+    void firstRequestMustBeHello() throws Exception {
+        Channel c = guest.claim(1, TOKEN);
+        Response r = c.call(Opcodes.CU_INIT, new Payload().scalar(0));
+        assertEquals(CuResult.NOT_INITIALIZED, r.result());
+        awaitReleased(c);
+    }
+
+    /** The server released the channel (owner 0) and its worker left (attached 0). */
+    private static void awaitReleased(Channel c) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + 5000;
+        while ((c.c.getLongVolatile(ChannelLayout.OWNER) != 0 || c.c.getIntVolatile(ChannelLayout.ATTACHED) != 0)
+                && System.currentTimeMillis() < deadline) {
+            Thread.sleep(1);
+        }
+        assertEquals(0, c.c.getLongVolatile(ChannelLayout.OWNER));
+        assertEquals(0, c.c.getIntVolatile(ChannelLayout.ATTACHED));
+    }
+
+    @Test
+    void inlineCopiesRoundTripAndOutsideRangesAreRefused() {
+        Channel c = greeted(0, TOKEN);
+        long d = alloc(c, 1000);
+        byte[] data = new byte[999];
+        new Random(1).nextBytes(data);
+        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_MEMCPY_HTOD_INLINE,
+                new Payload().scalar(d + 1).scalar(0).buf(data).scalar(data.length)).result());
+        Response back = c.call(Opcodes.IVC_MEMCPY_DTOH_INLINE, new Payload().scalar(d + 1).scalar(0).scalar(data.length));
+        assertEquals(CuResult.SUCCESS, back.result());
+        byte[] got = new byte[data.length];
+        back.buffer().getBytes(back.payload() + 8, got);
+        assertArrayEquals(data, got);
+        // one byte past the allocation
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_MEMCPY_HTOD_INLINE,
+                new Payload().scalar(d + 2).scalar(0).buf(data).scalar(data.length)).result());
+        // inbuf length and its length parameter disagree
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_MEMCPY_HTOD_INLINE,
+                new Payload().scalar(d).scalar(0).buf(data).scalar(5)).result());
+        // another process's allocation
+        Channel other = greeted(1, TOKEN + 1);
+        assertEquals(CuResult.INVALID_VALUE, other.call(Opcodes.CU_MEMSET_D8_V2,
+                new Payload().scalar(d).scalar(1).scalar(10)).result());
+    }
+
+    @Test
+    void framingErrorsGetTheRightResult() {
+        Channel c = greeted(0, TOKEN);
+        // payload shorter than the params
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_MEM_ALLOC, new Payload()).result());
+        // payload longer than the params
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(8).scalar(8)).result());
+        // unknown opcode
+        assertEquals(CuResult.NOT_SUPPORTED, c.call(9999, new Payload()).result());
+        // async opcode in the request area
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_LAUNCH, new Payload()).result());
+        // payload_len beyond the request area
+        assertEquals(CuResult.INVALID_VALUE, c.callRaw(Opcodes.IVC_MEM_ALLOC, 1 << 20, new ExpandableArrayBuffer(8), 8).result());
+        // outbuf capacity smaller than what is asked
+        long d = alloc(c, 64);
+        Response r = c.call(Opcodes.CU_DEVICE_GET_NAME, new Payload().scalar(4).scalar(0));
+        assertEquals(CuResult.SUCCESS, r.result());
+        assertEquals(4, r.out(0), "name truncated to the guest's capacity of 4");
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_MEMCPY_DTOH_INLINE,
+                new Payload().scalar(d).scalar(0).scalar(1L << 20)).result());
+        // instr without NUL and oversized instr
+        byte[] noNul = "abc".getBytes();
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.CU_DEVICE_GET_BY_PCIBUS_ID, new Payload().buf(noNul)).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.CU_DEVICE_GET_BY_PCIBUS_ID, new Payload().buf(new byte[5000])).result());
+        // buffer length larger than the payload
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.CU_DEVICE_GET_BY_PCIBUS_ID, new Payload().rawBuf(64, new byte[8])).result());
+        // the channel still works
+        assertEquals(CuResult.SUCCESS, c.call(Opcodes.CU_DEVICE_GET_COUNT, new Payload()).result());
+    }
+
+    @Test
+    void handlesAreCheckedForKindGenerationAndOwner() {
+        Channel c = greeted(0, TOKEN);
+        Response s = c.call(Opcodes.CU_STREAM_CREATE, new Payload().scalar(0));
+        assertEquals(CuResult.SUCCESS, s.result());
+        long stream = s.out(0);
+        assertEquals(CuResult.SUCCESS, c.call(Opcodes.CU_STREAM_SYNCHRONIZE, new Payload().scalar(stream)).result());
+        assertEquals(CuResult.SUCCESS, c.call(Opcodes.CU_STREAM_SYNCHRONIZE, new Payload().scalar(1)).result());
+        // an event id where a stream is expected
+        long event = c.call(Opcodes.CU_EVENT_CREATE, new Payload().scalar(0)).out(0);
+        assertEquals(CuResult.INVALID_HANDLE, c.call(Opcodes.CU_STREAM_SYNCHRONIZE, new Payload().scalar(event)).result());
+        // another owner
+        Channel other = greeted(1, TOKEN + 1);
+        assertEquals(CuResult.INVALID_HANDLE, other.call(Opcodes.CU_STREAM_SYNCHRONIZE, new Payload().scalar(stream)).result());
+        // a destroyed stream (stale generation)
+        assertEquals(CuResult.SUCCESS, c.call(Opcodes.CU_STREAM_DESTROY_V2, new Payload().scalar(stream)).result());
+        assertEquals(CuResult.INVALID_HANDLE, c.call(Opcodes.CU_STREAM_SYNCHRONIZE, new Payload().scalar(stream)).result());
+        // contexts answer INVALID_CONTEXT
+        assertEquals(CuResult.INVALID_CONTEXT, c.call(Opcodes.CU_CTX_SET_CURRENT, new Payload().scalar(event)).result());
+    }
+
+    @Test
+    void ringRecordsRunBeforeTheNextSyncCallAndErrorsAreSticky() {
+        Channel c = greeted(0, TOKEN);
+        long d = alloc(c, 4096);
+        for (int i = 0; i < 3000; i++) { // wraps the 128 KiB ring several times
+            c.post(Opcodes.CU_MEMSET_D8_ASYNC, new Payload().scalar(d + (i % 4096)).scalar(i & 0xff).scalar(1).scalar(0));
+        }
+        Response r = c.call(Opcodes.IVC_MEMCPY_DTOH_INLINE, new Payload().scalar(d + 2999 % 4096).scalar(0).scalar(1));
+        assertEquals(CuResult.SUCCESS, r.result());
+        assertEquals((byte) (2999 & 0xff), r.buffer().getByte(r.payload() + 8));
+        // a bad stream handle in the ring: the next sync call reports it, the one after is clean
+        c.post(Opcodes.CU_MEMSET_D8_ASYNC, new Payload().scalar(d).scalar(1).scalar(1).scalar(0x0500000000000099L));
+        assertEquals(CuResult.INVALID_HANDLE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+        assertEquals(CuResult.SUCCESS, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+    }
+
+    @Test
+    void badRingTotalLenPoisonsTheChannel() {
+        Channel c = greeted(0, TOKEN);
+        int ring = c.ring;
+        long tail = c.c.getLong(ChannelLayout.RING_TAIL, FakeGuest.LE);
+        c.c.putInt(ring + (int) (tail & (guest.ringSize - 1)), 12, FakeGuest.LE); // not a multiple of 8
+        c.c.putLongRelease(ChannelLayout.RING_TAIL, tail + 16);
+        assertEquals(CuResult.ILLEGAL_STATE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+        assertEquals(CuResult.ILLEGAL_STATE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+    }
+
+    @Test
+    void tailBeyondHeadPlusRingSizePoisons() {
+        Channel c = greeted(0, TOKEN);
+        c.c.putLongRelease(ChannelLayout.RING_TAIL, c.c.getLong(ChannelLayout.RING_HEAD, FakeGuest.LE) + guest.ringSize + 8);
+        assertEquals(CuResult.ILLEGAL_STATE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+    }
+
+    @Test
+    void streamedCopiesWithOddSizes() {
+        Channel c = greeted(0, TOKEN);
+        for (int size : new int[] {1, guest.windowSize / 2, guest.windowSize / 2 + 1, 3 * guest.windowSize + 12345}) {
+            long d = alloc(c, size);
+            byte[] data = new byte[size];
+            new Random(size).nextBytes(data);
+            assertEquals(CuResult.SUCCESS, c.htodStream(d, data).result());
+            byte[] back = new byte[size];
+            assertEquals(CuResult.SUCCESS, c.dtohStream(d, back).result());
+            assertArrayEquals(data, back, "size " + size);
+        }
+    }
+
+    @Test
+    void poolCopiesAreCheckedAgainstTheOwnersBlocks() {
+        Channel c = greeted(0, TOKEN);
+        Response a = c.call(Opcodes.IVC_HOST_ALLOC, new Payload().scalar(10000).scalar(0));
+        assertEquals(CuResult.SUCCESS, a.result());
+        long offset = a.out(0);
+        long d = alloc(c, 10000);
+        guest.pool().putLong((int) offset + 8, 0x1122334455667788L, FakeGuest.LE);
+        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_MEMCPY_HTOD_POOL,
+                new Payload().scalar(d).scalar(0).scalar(offset).scalar(10000)).result());
+        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_MEMCPY_DTOH_POOL,
+                new Payload().scalar(offset + 4096).scalar(d).scalar(0).scalar(16)).result());
+        assertEquals(0x1122334455667788L, guest.pool().getLong((int) offset + 4096 + 8, FakeGuest.LE));
+        // outside the block, outside the pool, someone else's block
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_MEMCPY_HTOD_POOL,
+                new Payload().scalar(d).scalar(0).scalar(offset + 8192).scalar(8192)).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_MEMCPY_HTOD_POOL,
+                new Payload().scalar(d).scalar(0).scalar(guest.poolSize).scalar(8)).result());
+        Channel other = greeted(1, TOKEN + 1);
+        long d2 = alloc(other, 16);
+        assertEquals(CuResult.INVALID_VALUE, other.call(Opcodes.IVC_MEMCPY_HTOD_POOL,
+                new Payload().scalar(d2).scalar(0).scalar(offset).scalar(16)).result());
+        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_HOST_FREE, new Payload().scalar(offset)).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_HOST_FREE, new Payload().scalar(offset)).result());
+    }
+
+    @Test
+    void processExitReclaimsEverythingOfTheToken() {
+        Channel c = greeted(0, TOKEN);
+        Channel sibling = greeted(1, TOKEN);
+        alloc(c, 1 << 20);
+        alloc(sibling, 1 << 20);
+        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_HOST_ALLOC, new Payload().scalar(4096).scalar(0)).result());
+        c.call(Opcodes.CU_STREAM_CREATE, new Payload().scalar(0));
+        assertEquals(2L << 20, server.vm().allocated());
+        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_PROCESS_EXIT, new Payload()).result());
+        assertEquals(0, server.vm().allocated());
+        assertEquals(0, server.vm().pool().blockCount());
+        assertEquals(0, server.vm().handles().size());
+        assertEquals(0, sibling.c.getLongVolatile(ChannelLayout.OWNER), "the sibling channel is released");
+    }
+
+    @Test
+    void quotaRefusesAllocationsBeyondIt() throws Exception {
+        start(1 << 20);
+        Channel c = greeted(0, TOKEN);
+        alloc(c, 600_000);
+        assertEquals(CuResult.OUT_OF_MEMORY, c.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(600_000)).result());
+    }
+
+    @Test
+    void manyGuestThreadsAtOnce() throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(6);
+        try {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int t = 0; t < 6; t++) {
+                int index = t;
+                futures.add(pool.submit(() -> {
+                    Channel c = greeted(index, TOKEN + index % 2);
+                    Random random = new Random(index);
+                    for (int i = 0; i < 20; i++) {
+                        int size = 1 + random.nextInt(guest.windowSize + 5000);
+                        long d = alloc(c, size);
+                        byte[] data = new byte[size];
+                        random.nextBytes(data);
+                        assertEquals(CuResult.SUCCESS, c.htodStream(d, data).result());
+                        byte[] back = new byte[size];
+                        assertEquals(CuResult.SUCCESS, c.dtohStream(d, back).result());
+                        assertArrayEquals(data, back);
+                        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_MEM_FREE, new Payload().scalar(d)).result());
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : futures) {
+                f.get();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertEquals(0, server.vm().allocated());
+    }
+
+    @Test
+    void goodbyeThenReleaseLetsAnotherThreadTakeTheChannel() throws Exception {
+        Channel c = greeted(2, TOKEN);
+        long d = alloc(c, 64);
+        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_GOODBYE, new Payload()).result());
+        c.release();
+        awaitReleased(c);
+        Channel next = greeted(2, TOKEN);
+        // the process's allocations survive a thread's goodbye
+        assertEquals(CuResult.SUCCESS, next.call(Opcodes.CU_MEMSET_D8_V2, new Payload().scalar(d).scalar(1).scalar(64)).result());
+    }
+
+    @Test
+    void silentOwnerIsReclaimedOnlyWhileTheVmsHeartbeatGoesOn() throws Exception {
+        start(0, "owner.timeout.ms=100");
+        Channel c = greeted(3, TOKEN);
+        alloc(c, 4096);
+        // nothing moves (a paused VM): the owner keeps its state
+        Thread.sleep(500);
+        assertEquals(TOKEN, c.c.getLongVolatile(ChannelLayout.OWNER));
+        assertEquals(4096, server.vm().allocated());
+        // the VM's heartbeat goes on, the owner's does not: reclaimed
+        long deadline = System.currentTimeMillis() + 10_000;
+        while ((c.c.getLongVolatile(ChannelLayout.OWNER) != 0 || server.vm().allocated() != 0)
+                && System.currentTimeMillis() < deadline) {
+            guest.header.addLongRelease(io.ivcuda.server.region.HeaderLayout.GUEST_HEARTBEAT, 1);
+            Thread.sleep(20);
+        }
+        assertEquals(0, c.c.getLongVolatile(ChannelLayout.OWNER));
+        assertEquals(0, server.vm().allocated());
+    }
+}

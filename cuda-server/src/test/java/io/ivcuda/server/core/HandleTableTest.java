@@ -1,0 +1,65 @@
+package io.ivcuda.server.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import org.junit.jupiter.api.Test;
+
+class HandleTableTest {
+    @Test
+    void idsCarryKindGenerationAndIndexAndAreCheckedOnUse() {
+        HandleTable t = new HandleTable();
+        long id = t.mint(HandleTable.KIND_STREAM, 7, 0xabc, 0);
+        assertEquals(HandleTable.KIND_STREAM, HandleTable.kindOf(id));
+        assertEquals(1, (id >>> 32) & 0xffffff, "generation");
+        assertEquals(0xabc, t.lookup(id, HandleTable.KIND_STREAM, 7).nativeValue());
+        assertNull(t.lookup(id, HandleTable.KIND_EVENT, 7), "wrong kind");
+        assertNull(t.lookup(id, HandleTable.KIND_STREAM, 8), "wrong owner");
+        assertNull(t.lookup(id + 1, HandleTable.KIND_STREAM, 7), "unknown index");
+        assertNull(t.lookup(0, HandleTable.KIND_STREAM, 7));
+        assertNull(t.lookup(-1, HandleTable.KIND_STREAM, 7));
+        t.remove(id);
+        assertNull(t.lookup(id, HandleTable.KIND_STREAM, 7), "freed");
+        long reused = t.mint(HandleTable.KIND_STREAM, 7, 0xdef, 0);
+        assertEquals(id & 0xffffffffL, reused & 0xffffffffL, "index reused");
+        assertNotEquals(id, reused, "with the next generation");
+        assertNull(t.lookup(id, HandleTable.KIND_STREAM, 7), "the stale id stays dead");
+        assertNotNull(t.lookup(reused, HandleTable.KIND_STREAM, 7));
+        assertFalse(t.remove(id));
+    }
+
+    @Test
+    void poolAllocatorIsFirstFitPerOwner() {
+        PoolAllocator p = new PoolAllocator(5 * 4096);
+        long a = p.allocate(1, 1);
+        long b = p.allocate(4097, 2);
+        assertEquals(0, a);
+        assertEquals(4096, b);
+        assertEquals(-1, p.allocate(3 * 4096, 1), "only 2 pages left");
+        assertNotNull(p.blockOf(b + 100, 8000, 2));
+        assertNull(p.blockOf(b + 100, 8000, 1), "other owner");
+        assertNull(p.blockOf(b, 8193, 2), "past the block");
+        assertFalse(p.free(b, 1));
+        assertEquals(1, p.freeAllOf(2).size());
+        assertEquals(4096, p.allocate(3 * 4096, 1), "first fit reuses the hole");
+    }
+
+    @Test
+    void deviceRangesCheckWholeRanges() {
+        DeviceRanges r = new DeviceRanges();
+        r.add(new DeviceRanges.Range(1000, 100, true, 0));
+        assertEquals(true, r.contains(1000, 100));
+        assertEquals(true, r.contains(1099, 1));
+        assertEquals(true, r.contains(1100, 0));
+        assertFalse(r.contains(1099, 2));
+        assertFalse(r.contains(999, 1));
+        assertFalse(r.contains(1050, Long.MAX_VALUE));
+        assertFalse(r.contains(1050, -1));
+        assertNull(r.removeAllocation(1001));
+        assertNotNull(r.removeAllocation(1000));
+        assertFalse(r.contains(1000, 1));
+    }
+}
