@@ -115,7 +115,7 @@ static int read_hex_file(const char *path, unsigned long *value)
 /* MSI-X table size from the device's config space; 1 when it cannot be read. */
 static uint32_t msix_vectors(const char *device_dir)
 {
-    char path[600];
+    char path[1200];
     snprintf(path, sizeof path, "%s/config", device_dir);
     uint8_t config[256] = {0};
     int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -784,5 +784,9 @@ void *ivc_pool_pointer(uint64_t offset)
 
 size_t ivc_inline_limit(void)
 {
-    return attached ? region.request_area_size - 64 : 0;
+    if (!attached)
+        return 0;
+    uint32_t smaller = region.request_area_size < region.response_area_size ? region.request_area_size
+                                                                           : region.response_area_size;
+    return smaller - 64;
 }
