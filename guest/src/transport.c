@@ -260,10 +260,12 @@ static CUresult hello(struct ivc_channel *ch)
                 region.path, server_protocol, server_hash, IVC_PROTOCOL_VERSION, IVC_API_HASH);
         return CUDA_ERROR_NOT_INITIALIZED;
     }
+    if (r == CUDA_ERROR_DEVICE_UNAVAILABLE)
+        return r; /* already said why */
     if (r != CUDA_SUCCESS) {
         ivc_log("region %s: the server refused this library (CUresult %d)%s%s", region.path, r,
                 message[0] ? ": " : "", message);
-        return r == CUDA_ERROR_DEVICE_UNAVAILABLE ? r : CUDA_ERROR_NOT_INITIALIZED;
+        return CUDA_ERROR_NOT_INITIALIZED;
     }
     ivc_trace("hello on channel %u: host driver %u%s%s", ch->index, host_driver, message[0] ? ", " : "", message);
     return CUDA_SUCCESS;
