@@ -182,6 +182,14 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
     case IVC_OP_ivc_goodbye:
     case IVC_OP_ivc_process_exit:
     case IVC_OP_cuInit:
+    case IVC_OP_cuCtxSetCurrent:
+    case IVC_OP_cuDevicePrimaryCtxRelease_v2:
+        return CUDA_SUCCESS;
+    case IVC_OP_cuDeviceGet:
+        w_u64(out, 0);
+        return CUDA_SUCCESS;
+    case IVC_OP_cuDevicePrimaryCtxRetain:
+        w_u64(out, 0x0100000100000001ULL);
         return CUDA_SUCCESS;
     case IVC_OP_cuDeviceGetCount:
         w_u64(out, 1);
