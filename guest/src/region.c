@@ -141,16 +141,17 @@ static int scan_pci(struct ivc_region *region, char *message, size_t capacity)
     const char *root = getenv("IVCUDA_SYSFS_ROOT");
     char dir_path[512];
     snprintf(dir_path, sizeof dir_path, "%s/bus/pci/devices", root && root[0] ? root : "/sys");
-    DIR *dir = opendir(dir_path);
-    if (dir == NULL) {
+    struct dirent **entries = NULL;
+    int count = scandir(dir_path, &entries, NULL, alphasort); /* bus order: "the first" is stable */
+    if (count < 0) {
         snprintf(message, capacity, "no region: IVCUDA_REGION is not set and %s cannot be read (%s)", dir_path,
                  strerror(errno));
         return 0;
     }
     char last_problem[1600] = "";
-    struct dirent *entry;
     int found = 0;
-    while (!found && (entry = readdir(dir)) != NULL) {
+    for (int e = 0; e < count && !found; e++) {
+        const struct dirent *entry = entries[e];
         if (entry->d_name[0] == '.')
             continue;
         char device_dir[1100], path[1200];
@@ -181,7 +182,9 @@ static int scan_pci(struct ivc_region *region, char *message, size_t capacity)
         region->doorbell_vectors = msix_vectors(device_dir);
         found = 1;
     }
-    closedir(dir);
+    for (int e = 0; e < count; e++)
+        free(entries[e]);
+    free(entries);
     if (!found)
         snprintf(message, capacity, "no region: no ivshmem device 1af4:1110 with an ivcuda region under %s%s",
                  dir_path, last_problem);

@@ -546,6 +546,7 @@ CUresult ivc_await(struct ivc_call *call)
     }
     call->response = ch->response + IVC_MSG_HEADER;
     call->response_length = length;
+    ivc_trace("%s -> %d (channel %u, seq %" PRIu64 ")", call->name, result, ch->index, seq);
     return result;
 }
 
