@@ -37,7 +37,7 @@ void fake_write_header(uint8_t *base, uint64_t region_size)
     ivc_write32(base + IVC_HDR_EPOCH, 1);
     ivc_write32(base + IVC_HDR_HOST_DRIVER_VERSION, 13000);
     ivc_write32(base + IVC_HDR_API_VERSION, IVC_API_VERSION);
-    ivc_write64(base + IVC_HDR_FEATURE_BITS, IVC_FEATURE_POOL_REGISTERED);
+    ivc_write64(base + IVC_HDR_FEATURE_BITS, IVC_FEATURE_POOL_REGISTERED | fake.extra_features);
     ivc_write64(base + IVC_HDR_API_HASH, IVC_API_HASH);
     ivc_write32(base + IVC_HDR_CHANNEL_COUNT, FAKE_CHANNELS);
     ivc_write32(base + IVC_HDR_CHANNEL_STRIDE, FAKE_STRIDE);
@@ -390,9 +390,11 @@ static void *server_main(void *unused)
             continue;
         }
         __atomic_fetch_add((uint64_t *)(region + IVC_HDR_SERVER_HEARTBEAT), 1, __ATOMIC_RELEASE);
-        for (int i = 0; i < FAKE_CHANNELS; i++)
+        for (int i = 0; i < FAKE_CHANNELS; i++) {
+            ivc_store32(channel_base(i) + IVC_CH_SERVER_PARKED, (uint32_t)atomic_load(&fake.parked));
             if (ivc_load64(channel_base(i) + IVC_CH_OWNER) != 0)
                 serve(i);
+        }
         sched_yield();
     }
     return NULL;

@@ -33,6 +33,8 @@ struct fake_state {
     uint64_t last_image_size;
     atomic_int images_received;
     atomic_uint last_hello_pid;
+    atomic_int parked;              /* 1: claim server_parked on every channel (doorbell mode) */
+    uint64_t extra_features;        /* feature bits added to the header */
 };
 
 extern struct fake_state fake;
