@@ -428,6 +428,12 @@ CUresult ivc_begin(struct ivc_call *call, uint32_t opcode, const char *name)
             return r;
         }
     }
+    if (!ch->broken && ivc_load64(ch->base + IVC_CH_OWNER) != token) {
+        /* §7: the server reclaimed this process (its resources are gone with it) */
+        ivc_log("region %s channel %u: the server reclaimed it from this process; CUDA state is lost",
+                region.path, ch->index);
+        ch->broken = 1;
+    }
     if (ch->broken) {
         ivc_trace("%s -> %d (channel %u lost its server)", name, CUDA_ERROR_DEVICE_UNAVAILABLE, ch->index);
         return CUDA_ERROR_DEVICE_UNAVAILABLE;

@@ -186,8 +186,21 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
     case IVC_OP_cuDevicePrimaryCtxRelease_v2:
         return CUDA_SUCCESS;
     case IVC_OP_cuDeviceGet:
+    case IVC_OP_cuCtxGetDevice:
         w_u64(out, 0);
         return CUDA_SUCCESS;
+    case IVC_OP_cuFuncGetAttribute:
+        w_u64(out, 1024); /* every attribute: 1024 (MAX_THREADS_PER_BLOCK is what matters) */
+        return CUDA_SUCCESS;
+    case IVC_OP_cuOccupancyMaxActiveBlocksPerMultiprocessor:
+    case IVC_OP_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: {
+        r_u64(in);
+        uint64_t block = r_u64(in), smem = r_u64(in);
+        /* 1536 threads per SM, and 48 KiB of shared memory */
+        uint64_t by_threads = 1536 / block, by_smem = smem ? 49152 / smem : by_threads;
+        w_u64(out, by_threads < by_smem ? by_threads : by_smem);
+        return CUDA_SUCCESS;
+    }
     case IVC_OP_cuDevicePrimaryCtxRetain:
         w_u64(out, 0x0100000100000001ULL);
         return CUDA_SUCCESS;

@@ -185,6 +185,32 @@ static void test_modules(void)
     CHECK(fake.calls[IVC_OP_ivc_module_load] == 2);
 }
 
+CUresult cuOccupancyMaxPotentialBlockSize(int *, int *, CUfunction, CUoccupancyB2DSize, size_t, int);
+
+static int callback_calls;
+static size_t smem_per_block(int block)
+{
+    callback_calls++;
+    return (size_t)block * 64; /* 64 bytes per thread: smem limits big blocks */
+}
+
+static void test_occupancy(void)
+{
+    /* fake: warp size (attribute 10) = 100, SMs (attribute 16) = 160, 1536 threads/SM.
+     * Blocks 100..1000: 1500 resident threads at 100, 300 and 500: the larger, 500 (3/SM). */
+    int grid = 0, block = 0;
+    CUfunction f = (CUfunction)FAKE_FUNCTION;
+    CHECK(cuOccupancyMaxPotentialBlockSize(&grid, &block, f, NULL, 0, 0) == 0);
+    CHECK(block == 500 && grid == 3 * 160);
+    CHECK(cuOccupancyMaxPotentialBlockSize(&grid, &block, f, NULL, 0, 400) == 0);
+    CHECK(block == 300 && grid == 5 * 160); /* limited to 400: 100 and 300 tie at 1500 */
+    /* 64 B/thread of 48 KiB: at most 768 threads by smem; 100→7 blocks (700), 300→2 (600),
+     * 700→1 (700), 400→1... the best is 700 (ties 100 and 700 → 700) */
+    CHECK(cuOccupancyMaxPotentialBlockSize(&grid, &block, f, smem_per_block, 0, 0) == 0);
+    CHECK(block == 700 && grid == 160 && callback_calls == 10);
+    CHECK(cuOccupancyMaxPotentialBlockSize(NULL, &block, f, NULL, 0, 0) == CUDA_ERROR_INVALID_VALUE);
+}
+
 static void *thread_calls(void *unused)
 {
     (void)unused;
@@ -269,6 +295,7 @@ int main(void)
     test_ring();
     test_pool();
     test_modules();
+    test_occupancy();
     test_threads();
     test_refusal_and_liveness();
     test_fork();
