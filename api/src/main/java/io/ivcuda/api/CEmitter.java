@@ -274,6 +274,8 @@ public final class CEmitter {
     private static int elementSize(TypeInfo t) {
         return switch (t.cName()) {
             case "char" -> 1;
+            case "uchar" -> 1;
+            case "ushort" -> 2;
             case "int", "unsigned", "u32", "CUresult", "CUdevice" -> 4;
             default -> t.wire() == WireKind.BYTES ? t.byteSize() : 8;
         };
@@ -283,6 +285,8 @@ public final class CEmitter {
         return switch (t.cName()) {
             case "u32" -> "uint32_t";
             case "u64" -> "uint64_t";
+            case "uchar" -> "unsigned char";
+            case "ushort" -> "unsigned short";
             default -> t.cName();
         };
     }
