@@ -271,11 +271,26 @@ static CUresult hello(struct ivc_channel *ch)
     return CUDA_SUCCESS;
 }
 
+/* Whether the server has answered everything, drained the ring and taken every chunk. */
+static int channel_at_rest(const struct ivc_channel *ch)
+{
+    return ivc_load64(ch->base + IVC_CH_RESP_SEQ) == ivc_load64(ch->base + IVC_CH_REQ_SEQ)
+           && ivc_load64(ch->base + IVC_CH_RING_HEAD) == ivc_load64(ch->base + IVC_CH_RING_TAIL)
+           && ivc_load64(ch->base + IVC_CH_SERVER_CHUNK) == ivc_load64(ch->base + IVC_CH_GUEST_CHUNK);
+}
+
+/* Gives the channel back if it is at rest; one with a request still unanswered (its
+ * server stopped answering) stays this process's until the server reclaims the token
+ * and settles it (§3, §7), so that nobody else inherits the pending request. */
 static void release(struct ivc_channel *ch)
 {
     pthread_mutex_lock(&state_lock);
-    ch->in_use = 0;
-    __atomic_store_n((uint64_t *)(ch->base + IVC_CH_OWNER), 0, __ATOMIC_RELEASE);
+    if (channel_at_rest(ch)) {
+        ch->in_use = 0;
+        __atomic_store_n((uint64_t *)(ch->base + IVC_CH_OWNER), 0, __ATOMIC_RELEASE);
+    } else {
+        ivc_trace("channel %u is not at rest: left for the server to reclaim", ch->index);
+    }
     pthread_mutex_unlock(&state_lock);
 }
 
@@ -291,8 +306,13 @@ static CUresult claim(struct ivc_channel **out)
     struct ivc_channel *ch = NULL;
     for (uint32_t i = 0; i < region.channel_count && ch == NULL; i++) {
         uint64_t expected = 0;
-        if (channels[i].in_use)
+        if (channels[i].in_use || ivc_load64(channels[i].base + IVC_CH_OWNER) != 0)
             continue;
+        if (!channel_at_rest(&channels[i])) {
+            /* §3: a free channel has equal counters; this one is not settled yet */
+            ivc_trace("channel %u is free but not at rest; skipping it", i);
+            continue;
+        }
         if (__atomic_compare_exchange_n((uint64_t *)(channels[i].base + IVC_CH_OWNER), &expected, token, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             ch = &channels[i];
@@ -379,7 +399,7 @@ static void process_exit(void)
     pthread_mutex_lock(&state_lock);
     heartbeat_running = 0;
     for (uint32_t i = 0; i < region.channel_count; i++) {
-        if (channels[i].in_use) {
+        if (channels[i].in_use && channel_at_rest(&channels[i])) {
             channels[i].in_use = 0;
             __atomic_store_n((uint64_t *)(channels[i].base + IVC_CH_OWNER), 0, __ATOMIC_RELEASE);
         }

@@ -432,6 +432,11 @@ void fake_server_start(const char *path)
     pthread_create(&thread, NULL, server_main, NULL);
 }
 
+uint8_t *fake_channel(int i)
+{
+    return channel_base(i);
+}
+
 void fake_server_stop(void)
 {
     atomic_store(&running, 0);

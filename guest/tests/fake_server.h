@@ -42,6 +42,8 @@ extern struct fake_state fake;
 /* Writes a READY header into a fresh region file at path and starts the server thread. */
 void fake_server_start(const char *path);
 void fake_server_stop(void);
+/* The start of channel i in the served region. */
+uint8_t *fake_channel(int i);
 /* Writes a valid header (state READY) into base; used by the header-validation tests. */
 void fake_write_header(uint8_t *base, uint64_t region_size);
 

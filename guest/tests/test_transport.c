@@ -246,6 +246,31 @@ static CUresult in_new_thread(void)
     return thread_result;
 }
 
+static unsigned thread_tid;
+static void *thread_init_tid(void *unused)
+{
+    (void)unused;
+    thread_tid = (unsigned)gettid();
+    thread_result = cuInit(0);
+    return NULL;
+}
+
+static void test_skips_channel_not_at_rest(void)
+{
+    /* channel 1 is free but its last request is unanswered: a new thread takes channel 2 */
+    uint8_t *one = fake_channel(1), *two = fake_channel(2);
+    CHECK(ivc_load64(one + IVC_CH_OWNER) == 0 && ivc_load64(two + IVC_CH_OWNER) == 0);
+    uint64_t seq = ivc_load64(one + IVC_CH_REQ_SEQ);
+    ivc_store64(one + IVC_CH_REQ_SEQ, seq + 1);
+    pthread_t thread;
+    pthread_create(&thread, NULL, thread_init_tid, NULL);
+    pthread_join(thread, NULL);
+    CHECK(thread_result == CUDA_SUCCESS);
+    CHECK(ivc_load32(two + IVC_CH_OWNER_TID) == thread_tid && ivc_load32(one + IVC_CH_OWNER_TID) != thread_tid);
+    CHECK(ivc_load64(one + IVC_CH_OWNER) == 0);
+    ivc_store64(one + IVC_CH_REQ_SEQ, seq);
+}
+
 static void test_refusal_and_liveness(void)
 {
     fake.refuse_hello = 1;
@@ -297,6 +322,7 @@ int main(void)
     test_modules();
     test_occupancy();
     test_threads();
+    test_skips_channel_not_at_rest();
     test_refusal_and_liveness();
     test_fork();
     /* the server keeps running: the library's exit handler says process_exit to it */
