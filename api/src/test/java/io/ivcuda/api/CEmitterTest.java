@@ -1,0 +1,87 @@
+package io.ivcuda.api;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class CEmitterTest {
+
+    private static final String DESCRIPTION = """
+            api 13000
+            type int i32
+            type size_t u64
+            type CUresult i32
+            type CUdevice i32
+            type CUdeviceptr u64
+            type CUstream handle stream
+            type u64 u64
+            fn 9 cuDeviceGetAttribute sync cached (out int pi, in int attrib, in CUdevice dev) -> cuDeviceGetAttribute
+            fn 64 cuMemsetD8_v2 sync ptds (in CUdeviceptr dstDevice, in int uc, in size_t N) -> cuMemsetD8_v2=cuMemsetD8@3020 cuMemsetD8
+            fn 67 cuMemsetD8Async async ptds (in CUdeviceptr dstDevice, in int uc, in size_t N, in CUstream hStream) -> cuMemsetD8Async=cuMemsetD8Async@3020
+            fn - cuMemAlloc_v2 custom (out CUdeviceptr dptr, in size_t bytesize) -> cuMemAlloc_v2=cuMemAlloc@3020 cuMemAlloc
+            fn 210 ivc_mem_alloc internal (out CUdeviceptr dptr, in size_t bytesize)
+            unsupported cuArrayCreate
+            """;
+
+    private final ApiDescription api = ApiDescription.parse(DESCRIPTION, "test.api");
+
+    @Test
+    void headerCarriesVersionsHashAndOpcodes() {
+        String h = new CEmitter(api).header();
+        assertTrue(h.contains("#define IVC_API_VERSION 13000"));
+        assertTrue(h.contains(String.format("#define IVC_API_HASH 0x%016xULL", api.apiHash())), h);
+        assertTrue(h.contains("#define IVC_PROTOCOL_VERSION 1"));
+        assertTrue(h.contains("IVC_OP_cuDeviceGetAttribute = 9,"));
+        assertTrue(h.contains("IVC_OP_ivc_mem_alloc = 210,"));
+        assertTrue(h.contains("CUresult ivc_mem_alloc(CUdeviceptr *dptr, size_t bytesize);"));
+        assertTrue(h.contains("CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, int uc, size_t N);"));
+        assertTrue(h.contains("IVC_ALIAS(cuMemAlloc, cuMemAlloc_v2)"));
+    }
+
+    @Test
+    void syncStubEncodesInsInDeclaredOrderAndDecodesOuts() {
+        String c = new CEmitter(api).stubs();
+        int start = c.indexOf("IVC_EXPORT CUresult cuDeviceGetAttribute(int *pi, int attrib, CUdevice dev)");
+        assertTrue(start >= 0, c);
+        String body = c.substring(start, c.indexOf("\n}\n", start));
+        int attrib = body.indexOf("ivc_put_i64(&call, (int64_t)attrib)");
+        int dev = body.indexOf("ivc_put_i64(&call, (int64_t)dev)");
+        int call = body.indexOf("ivc_sync_cached(&call)");
+        int out = body.indexOf("ivc_get_i32(&call, (int32_t *)pi)");
+        assertTrue(body.indexOf("if (pi == NULL)") >= 0 && body.indexOf("if (pi == NULL)") < attrib, body);
+        assertTrue(attrib > 0 && dev > attrib && call > dev && out > call, body);
+    }
+
+    @Test
+    void asyncStubGoesToTheRingAndPtszSubstitutesTheStream() {
+        String c = new CEmitter(api).stubs();
+        assertTrue(c.contains("return ivc_async(&call);"));
+        int v = c.indexOf("cuMemsetD8Async_ptsz(");
+        assertTrue(v > 0, c);
+        assertTrue(c.substring(v).contains("hStream = CU_STREAM_PER_THREAD;"));
+        assertTrue(c.contains("IVC_ALIAS(cuMemsetD8, cuMemsetD8_v2)"));
+        assertTrue(c.contains("return ivc_unsupported(\"cuArrayCreate\", &logged);"));
+    }
+
+    @Test
+    void exportTableListsEveryExportWithItsPtdsVariant() {
+        String t = new CEmitter(api).exportTable();
+        assertTrue(t.contains("{ \"cuMemsetD8\", 3020, \"cuMemsetD8_v2\", cuMemsetD8_v2, cuMemsetD8_v2_ptds },"), t);
+        assertTrue(t.contains("{ \"cuMemsetD8\", 2000, \"cuMemsetD8\", cuMemsetD8, cuMemsetD8_v2_ptds },"), t);
+        assertTrue(t.contains("{ \"cuMemAlloc\", 3020, \"cuMemAlloc_v2\", cuMemAlloc_v2, NULL },"), t);
+        assertTrue(t.contains("{ \"cuArrayCreate\", 0, \"cuArrayCreate\", cuArrayCreate, NULL },"), t);
+    }
+
+    @Test
+    void writesTheThreeFiles(@TempDir Path dir) throws Exception {
+        new CEmitter(api).write(dir);
+        for (String f : new String[] {"ivc_api.h", "ivc_stubs.c", "ivc_exports.c"}) {
+            assertTrue(Files.size(dir.resolve(f)) > 0, f);
+        }
+        assertEquals("_ptsz", CEmitter.ptdsSuffix(api.functions().get(2)));
+    }
+}

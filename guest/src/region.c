@@ -1,0 +1,260 @@
+/* Finding, mapping and validating the shared-memory region (docs/protocol.md §2):
+ * IVCUDA_REGION=<file> (host loopback for tests and benchmarks), else the first PCI
+ * device 1af4:1110 under <IVCUDA_SYSFS_ROOT or /sys>/bus/pci/devices whose BAR2
+ * (resource2) starts with the magic. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ivc_api.h"
+#include "ivc_internal.h"
+
+#define CHECK(condition, ...)                                  \
+    do {                                                       \
+        if (!(condition)) {                                    \
+            snprintf(message, capacity, __VA_ARGS__);          \
+            return 0;                                          \
+        }                                                      \
+    } while (0)
+
+int ivc_region_check(const uint8_t *base, size_t mapped, char *message, size_t capacity)
+{
+    CHECK(mapped >= IVC_HEADER_SIZE, "region_size %zu bytes mapped, expected at least the %u-byte header",
+          mapped, IVC_HEADER_SIZE);
+    uint64_t magic = ivc_read64(base + IVC_HDR_MAGIC);
+    CHECK(magic == IVC_MAGIC, "magic 0x%016" PRIx64 ", expected 0x%016llx (\"IVCUDA01\") — not an ivcuda region",
+          magic, IVC_MAGIC);
+    uint32_t protocol = ivc_read32(base + IVC_HDR_PROTOCOL_VERSION);
+    CHECK(protocol == IVC_PROTOCOL_VERSION,
+          "protocol_version %u, this library speaks %d — install matching ivcuda-guest and ivcuda-host",
+          protocol, IVC_PROTOCOL_VERSION);
+    uint64_t hash = ivc_read64(base + IVC_HDR_API_HASH);
+    CHECK(hash == IVC_API_HASH,
+          "api_hash 0x%016" PRIx64 ", this library has 0x%016llx — install matching ivcuda-guest and ivcuda-host",
+          hash, IVC_API_HASH);
+    uint32_t header_size = ivc_read32(base + IVC_HDR_HEADER_SIZE);
+    CHECK(header_size == IVC_HEADER_SIZE, "header_size %u, expected %u", header_size, IVC_HEADER_SIZE);
+    uint64_t region_size = ivc_read64(base + IVC_HDR_REGION_SIZE);
+    CHECK(region_size == mapped, "region_size %" PRIu64 ", expected the mapped size %zu", region_size, mapped);
+    uint32_t state = ivc_load32(base + IVC_HDR_SERVER_STATE);
+    if (state != IVC_STATE_READY) {
+        char server_message[257];
+        memcpy(server_message, base + IVC_HDR_SERVER_MESSAGE, 256);
+        server_message[256] = '\0';
+        CHECK(0, "server_state %u, expected 1 (READY)%s%s", state, server_message[0] ? ": " : "", server_message);
+    }
+    uint32_t count = ivc_read32(base + IVC_HDR_CHANNEL_COUNT);
+    CHECK(count >= 1, "channel_count %u, expected at least 1", count);
+    uint32_t stride = ivc_read32(base + IVC_HDR_CHANNEL_STRIDE);
+    CHECK(stride > 0 && stride % 4096 == 0, "channel_stride %u, expected a non-zero multiple of 4096", stride);
+    uint64_t table = ivc_read64(base + IVC_HDR_CHANNEL_TABLE_OFFSET);
+    CHECK(table == IVC_HEADER_SIZE, "channel_table_offset %" PRIu64 ", expected 4096", table);
+    uint32_t request = ivc_read32(base + IVC_HDR_REQUEST_AREA_SIZE);
+    CHECK(request >= 64 && request % 8 == 0, "request_area_size %u, expected a multiple of 8 of at least 64", request);
+    uint32_t response = ivc_read32(base + IVC_HDR_RESPONSE_AREA_SIZE);
+    CHECK(response >= 64 && response % 8 == 0, "response_area_size %u, expected a multiple of 8 of at least 64",
+          response);
+    uint32_t ring = ivc_read32(base + IVC_HDR_RING_SIZE);
+    CHECK(ring >= 64 && (ring & (ring - 1)) == 0, "ring_size %u, expected a power of two of at least 64", ring);
+    uint32_t window = ivc_read32(base + IVC_HDR_WINDOW_SIZE);
+    CHECK(window >= 2 && window % 2 == 0, "window_size %u, expected an even number of at least 2", window);
+    uint64_t areas = (uint64_t)IVC_CH_AREAS + request + response + ring + window;
+    CHECK(areas <= stride, "channel_stride %u, expected at least %" PRIu64 " (0x100 + request, response, ring, window)",
+          stride, areas);
+    uint64_t pool_offset = ivc_read64(base + IVC_HDR_POOL_OFFSET);
+    uint64_t channels_end = table + (uint64_t)count * stride;
+    CHECK(pool_offset % 4096 == 0 && channels_end <= pool_offset,
+          "pool_offset %" PRIu64 ", expected a multiple of 4096 at or after the channel table's end %" PRIu64,
+          pool_offset, channels_end);
+    uint64_t pool_size = ivc_read64(base + IVC_HDR_POOL_SIZE);
+    CHECK(pool_offset <= region_size && pool_size <= region_size - pool_offset,
+          "pool_size %" PRIu64 ", expected at most %" PRIu64 " (region_size - pool_offset)", pool_size,
+          pool_offset <= region_size ? region_size - pool_offset : 0);
+    return 1;
+}
+
+static int map_file(const char *path, uint8_t **base, size_t *size, char *why, size_t capacity)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, capacity, "cannot open: %s", strerror(errno));
+        return 0;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+        snprintf(why, capacity, "cannot size (empty or unreadable)");
+        close(fd);
+        return 0;
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        snprintf(why, capacity, "cannot map: %s", strerror(errno));
+        return 0;
+    }
+    *base = p;
+    *size = (size_t)st.st_size;
+    return 1;
+}
+
+static int read_hex_file(const char *path, unsigned long *value)
+{
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return 0;
+    int ok = fscanf(f, "%lx", value) == 1;
+    fclose(f);
+    return ok;
+}
+
+/* MSI-X table size from the device's config space; 1 when it cannot be read. */
+static uint32_t msix_vectors(const char *device_dir)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/config", device_dir);
+    uint8_t config[256] = {0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 1;
+    ssize_t n = read(fd, config, sizeof config);
+    close(fd);
+    if (n < 64 || !(config[6] & 0x10))
+        return 1;
+    unsigned position = config[0x34] & 0xfc;
+    for (int hops = 0; position >= 0x40 && position + 3 < (unsigned)n && hops < 48; hops++) {
+        if (config[position] == 0x11) {
+            unsigned control = config[position + 2] | (unsigned)config[position + 3] << 8;
+            return (control & 0x7ff) + 1;
+        }
+        position = config[position + 1] & 0xfc;
+    }
+    return 1;
+}
+
+static int scan_pci(struct ivc_region *region, char *message, size_t capacity)
+{
+    const char *root = getenv("IVCUDA_SYSFS_ROOT");
+    char dir_path[512];
+    snprintf(dir_path, sizeof dir_path, "%s/bus/pci/devices", root && root[0] ? root : "/sys");
+    struct dirent **entries = NULL;
+    int count = scandir(dir_path, &entries, NULL, alphasort); /* bus order: "the first" is stable */
+    if (count < 0) {
+        snprintf(message, capacity, "no region: IVCUDA_REGION is not set and %s cannot be read (%s)", dir_path,
+                 strerror(errno));
+        return 0;
+    }
+    char last_problem[1600] = "";
+    int found = 0;
+    for (int e = 0; e < count && !found; e++) {
+        const struct dirent *entry = entries[e];
+        if (entry->d_name[0] == '.')
+            continue;
+        char device_dir[1100], path[1200];
+        snprintf(device_dir, sizeof device_dir, "%s/%s", dir_path, entry->d_name);
+        unsigned long vendor = 0, device = 0;
+        snprintf(path, sizeof path, "%s/vendor", device_dir);
+        if (!read_hex_file(path, &vendor) || vendor != 0x1af4)
+            continue;
+        snprintf(path, sizeof path, "%s/device", device_dir);
+        if (!read_hex_file(path, &device) || device != 0x1110)
+            continue;
+        snprintf(path, sizeof path, "%s/resource2", device_dir);
+        uint8_t *base;
+        size_t size;
+        char why[300];
+        if (!map_file(path, &base, &size, why, sizeof why)) {
+            snprintf(last_problem, sizeof last_problem, " (%s: %s)", path, why);
+            continue;
+        }
+        if (size < 8 || ivc_read64(base) != IVC_MAGIC) {
+            munmap(base, size);
+            continue; /* an ivshmem device used for something else */
+        }
+        region->base = base;
+        region->size = size;
+        snprintf(region->path, sizeof region->path, "%s", path);
+        snprintf(region->doorbell_path, sizeof region->doorbell_path, "%s/resource0", device_dir);
+        region->doorbell_vectors = msix_vectors(device_dir);
+        found = 1;
+    }
+    for (int e = 0; e < count; e++)
+        free(entries[e]);
+    free(entries);
+    if (!found)
+        snprintf(message, capacity, "no region: no ivshmem device 1af4:1110 with an ivcuda region under %s%s",
+                 dir_path, last_problem);
+    return found;
+}
+
+CUresult ivc_region_open(struct ivc_region *region)
+{
+    memset(region, 0, sizeof *region);
+    char message[2000];
+    const char *file = getenv("IVCUDA_REGION");
+    if (file != NULL && file[0] != '\0') {
+        char why[300];
+        snprintf(region->path, sizeof region->path, "%s", file);
+        if (!map_file(file, &region->base, &region->size, why, sizeof why)) {
+            ivc_log("region %s (IVCUDA_REGION): %s", file, why);
+            return CUDA_ERROR_NOT_INITIALIZED;
+        }
+    } else if (!scan_pci(region, message, sizeof message)) {
+        ivc_log("%s", message);
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (!ivc_region_check(region->base, region->size, message, sizeof message)) {
+        ivc_log("region %s: %s", region->path, message);
+        ivc_region_close(region);
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    const uint8_t *h = region->base;
+    region->epoch = ivc_read32(h + IVC_HDR_EPOCH);
+    region->api_version = ivc_read32(h + IVC_HDR_API_VERSION);
+    region->feature_bits = ivc_read64(h + IVC_HDR_FEATURE_BITS);
+    region->channel_count = ivc_read32(h + IVC_HDR_CHANNEL_COUNT);
+    region->channel_stride = ivc_read32(h + IVC_HDR_CHANNEL_STRIDE);
+    region->channel_table_offset = ivc_read64(h + IVC_HDR_CHANNEL_TABLE_OFFSET);
+    region->request_area_size = ivc_read32(h + IVC_HDR_REQUEST_AREA_SIZE);
+    region->response_area_size = ivc_read32(h + IVC_HDR_RESPONSE_AREA_SIZE);
+    region->ring_size = ivc_read32(h + IVC_HDR_RING_SIZE);
+    region->window_size = ivc_read32(h + IVC_HDR_WINDOW_SIZE);
+    region->pool_offset = ivc_read64(h + IVC_HDR_POOL_OFFSET);
+    region->pool_size = ivc_read64(h + IVC_HDR_POOL_SIZE);
+    if (region->feature_bits & IVC_FEATURE_DOORBELL) {
+        uint8_t *bar0;
+        size_t bar0_size;
+        char why[300];
+        if (region->doorbell_path[0] != '\0' && map_file(region->doorbell_path, &bar0, &bar0_size, why, sizeof why)
+            && bar0_size >= 16) {
+            region->doorbell = bar0;
+        } else {
+            ivc_log("region %s: doorbell mode but no BAR0 to ring%s%s; relying on the server polling",
+                    region->path, region->doorbell_path[0] ? ": " : "", region->doorbell_path);
+        }
+    }
+    ivc_trace("region %s: %u channels of %u bytes, pool %" PRIu64 " bytes at %" PRIu64, region->path,
+              region->channel_count, region->channel_stride, region->pool_size, region->pool_offset);
+    return CUDA_SUCCESS;
+}
+
+void ivc_region_close(struct ivc_region *region)
+{
+    if (region->base != NULL)
+        munmap(region->base, region->size);
+    region->base = NULL;
+}
+
+/* §8: the cuda-server is ivshmem peer 0; vector = channel index mod vectors. */
+void ivc_region_ring_doorbell(const struct ivc_region *region, uint32_t channel_index)
+{
+    if (region->doorbell == NULL)
+        return;
+    uint32_t vectors = region->doorbell_vectors ? region->doorbell_vectors : 1;
+    uint32_t value = (0u << 16) | (channel_index % vectors);
+    *(volatile uint32_t *)(region->doorbell + 12) = value;
+}

@@ -1,0 +1,444 @@
+#include "fake_server.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ivc_api.h"
+#include "ivc_internal.h"
+
+struct fake_state fake;
+
+static uint8_t *region;
+static pthread_t thread;
+static atomic_int running;
+
+struct server_channel {
+    uint64_t last_seq;
+    uint64_t ring_head;
+    uint64_t chunk;
+};
+static struct server_channel server_channels[FAKE_CHANNELS];
+static uint64_t pool_used;
+static uint64_t device_used;
+
+void fake_write_header(uint8_t *base, uint64_t region_size)
+{
+    memset(base, 0, 4096);
+    ivc_write64(base + IVC_HDR_MAGIC, IVC_MAGIC);
+    ivc_write32(base + IVC_HDR_PROTOCOL_VERSION, 1);
+    ivc_write32(base + IVC_HDR_HEADER_SIZE, 4096);
+    ivc_write64(base + IVC_HDR_REGION_SIZE, region_size);
+    ivc_write32(base + IVC_HDR_EPOCH, 1);
+    ivc_write32(base + IVC_HDR_HOST_DRIVER_VERSION, 13000);
+    ivc_write32(base + IVC_HDR_API_VERSION, IVC_API_VERSION);
+    ivc_write64(base + IVC_HDR_FEATURE_BITS, IVC_FEATURE_POOL_REGISTERED | fake.extra_features);
+    ivc_write64(base + IVC_HDR_API_HASH, IVC_API_HASH);
+    ivc_write32(base + IVC_HDR_CHANNEL_COUNT, FAKE_CHANNELS);
+    ivc_write32(base + IVC_HDR_CHANNEL_STRIDE, FAKE_STRIDE);
+    ivc_write64(base + IVC_HDR_CHANNEL_TABLE_OFFSET, 4096);
+    ivc_write32(base + IVC_HDR_REQUEST_AREA_SIZE, FAKE_REQUEST_AREA);
+    ivc_write32(base + IVC_HDR_RESPONSE_AREA_SIZE, FAKE_RESPONSE_AREA);
+    ivc_write32(base + IVC_HDR_RING_SIZE, FAKE_RING);
+    ivc_write32(base + IVC_HDR_WINDOW_SIZE, FAKE_WINDOW);
+    ivc_write64(base + IVC_HDR_POOL_OFFSET, FAKE_POOL_OFFSET);
+    ivc_write64(base + IVC_HDR_POOL_SIZE, FAKE_POOL_SIZE);
+    ivc_write32(base + IVC_HDR_OWNER_TIMEOUT_MS, 5000);
+    ivc_write32(base + IVC_HDR_SERVER_STATE, IVC_STATE_READY);
+}
+
+/* ---- payload reading/writing (§5) ---- */
+
+struct reader {
+    const uint8_t *p;
+    size_t length;
+    size_t position;
+    int bad;
+};
+
+static uint64_t r_u64(struct reader *r)
+{
+    if (r->position + 8 > r->length) {
+        r->bad = 1;
+        return 0;
+    }
+    uint64_t v = ivc_read64(r->p + r->position);
+    r->position += 8;
+    return v;
+}
+
+static const uint8_t *r_buf(struct reader *r, uint64_t *length)
+{
+    *length = r_u64(r);
+    size_t padded = (*length + 7) & ~7ULL;
+    if (r->bad || r->position + padded > r->length) {
+        r->bad = 1;
+        return NULL;
+    }
+    const uint8_t *p = r->p + r->position;
+    r->position += padded;
+    return p;
+}
+
+struct writer {
+    uint8_t *p;
+    size_t length;
+};
+
+static void w_u64(struct writer *w, uint64_t v)
+{
+    ivc_write64(w->p + w->length, v);
+    w->length += 8;
+}
+
+static void w_buf(struct writer *w, const void *bytes, uint64_t length)
+{
+    w_u64(w, length);
+    memcpy(w->p + w->length, bytes, length);
+    size_t padded = (length + 7) & ~7ULL;
+    memset(w->p + w->length + length, 0, padded - length);
+    w->length += padded;
+}
+
+static uint8_t *channel_base(int i)
+{
+    return region + 4096 + (size_t)i * FAKE_STRIDE;
+}
+
+static uint8_t *device_at(uint64_t address, uint64_t size)
+{
+    if (address < FAKE_DEVICE_BASE || address - FAKE_DEVICE_BASE + size > FAKE_DEVICE_SIZE)
+        return NULL;
+    return fake.device + (address - FAKE_DEVICE_BASE);
+}
+
+static void wait_guest_chunk(uint8_t *ch, uint64_t at_least)
+{
+    while (ivc_load64(ch + IVC_CH_GUEST_CHUNK) < at_least)
+        sched_yield();
+}
+
+/* Host→device through the window: consume every chunk (also when failing, §6). */
+static void receive_stream(int i, uint8_t *to, uint64_t size)
+{
+    uint8_t *ch = channel_base(i);
+    uint8_t *window = ch + IVC_CH_AREAS + FAKE_REQUEST_AREA + FAKE_RESPONSE_AREA + FAKE_RING;
+    struct server_channel *s = &server_channels[i];
+    for (uint64_t done = 0; done < size;) {
+        uint64_t c = s->chunk, n = size - done < FAKE_WINDOW / 2 ? size - done : FAKE_WINDOW / 2;
+        wait_guest_chunk(ch, c + 1);
+        if (to != NULL)
+            memcpy(to + done, window + (c % 2) * (FAKE_WINDOW / 2), n);
+        s->chunk = c + 1;
+        ivc_store64(ch + IVC_CH_SERVER_CHUNK, c + 1);
+        done += n;
+    }
+}
+
+static void send_stream(int i, const uint8_t *from, uint64_t size)
+{
+    uint8_t *ch = channel_base(i);
+    uint8_t *window = ch + IVC_CH_AREAS + FAKE_REQUEST_AREA + FAKE_RESPONSE_AREA + FAKE_RING;
+    struct server_channel *s = &server_channels[i];
+    for (uint64_t done = 0; done < size;) {
+        uint64_t c = s->chunk, n = size - done < FAKE_WINDOW / 2 ? size - done : FAKE_WINDOW / 2;
+        wait_guest_chunk(ch, c >= 1 ? c - 1 : 0);
+        if (from != NULL)
+            memcpy(window + (c % 2) * (FAKE_WINDOW / 2), from + done, n);
+        else
+            memset(window + (c % 2) * (FAKE_WINDOW / 2), 0, n);
+        s->chunk = c + 1;
+        ivc_store64(ch + IVC_CH_SERVER_CHUNK, c + 1);
+        done += n;
+    }
+}
+
+/* Runs one operation; returns the CUresult and fills the response payload. */
+static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
+{
+    if (opcode < 256)
+        atomic_fetch_add(&fake.calls[opcode], 1);
+    switch (opcode) {
+    case IVC_OP_ivc_hello: {
+        uint64_t protocol = r_u64(in), hash = r_u64(in), pid = r_u64(in);
+        r_u64(in);
+        uint64_t n;
+        r_buf(in, &n);
+        uint64_t capacity = r_u64(in);
+        fake.last_hello_pid = (unsigned)pid;
+        int refuse = atomic_load(&fake.refuse_hello);
+        const char *message = refuse ? "fake server: api hash mismatch" : "fake server";
+        w_u64(out, 1);
+        w_u64(out, refuse ? hash ^ 1 : IVC_API_HASH);
+        w_u64(out, 13000);
+        w_buf(out, message, strlen(message) < capacity ? strlen(message) : capacity);
+        return refuse || protocol != 1 || hash != IVC_API_HASH ? CUDA_ERROR_NOT_INITIALIZED : CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_goodbye:
+    case IVC_OP_ivc_process_exit:
+    case IVC_OP_cuInit:
+    case IVC_OP_cuCtxSetCurrent:
+    case IVC_OP_cuDevicePrimaryCtxRelease_v2:
+        return CUDA_SUCCESS;
+    case IVC_OP_cuDeviceGet:
+    case IVC_OP_cuCtxGetDevice:
+        w_u64(out, 0);
+        return CUDA_SUCCESS;
+    case IVC_OP_cuFuncGetAttribute:
+        w_u64(out, 1024); /* every attribute: 1024 (MAX_THREADS_PER_BLOCK is what matters) */
+        return CUDA_SUCCESS;
+    case IVC_OP_cuOccupancyMaxActiveBlocksPerMultiprocessor:
+    case IVC_OP_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: {
+        r_u64(in);
+        uint64_t block = r_u64(in), smem = r_u64(in);
+        /* 1536 threads per SM, and 48 KiB of shared memory */
+        uint64_t by_threads = 1536 / block, by_smem = smem ? 49152 / smem : by_threads;
+        w_u64(out, by_threads < by_smem ? by_threads : by_smem);
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_cuDevicePrimaryCtxRetain:
+        w_u64(out, 0x0100000100000001ULL);
+        return CUDA_SUCCESS;
+    case IVC_OP_cuDeviceGetCount:
+        w_u64(out, 1);
+        return CUDA_SUCCESS;
+    case IVC_OP_cuDeviceGetAttribute: {
+        int64_t attribute = (int64_t)r_u64(in), device = (int64_t)r_u64(in);
+        w_u64(out, (uint64_t)(attribute * 10 + device));
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_cuDeviceGetName: {
+        int64_t capacity = (int64_t)r_u64(in);
+        r_u64(in);
+        const char *name = "Fake GPU";
+        w_buf(out, name, capacity < 9 ? (uint64_t)capacity : 9);
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_mem_alloc: {
+        uint64_t size = r_u64(in);
+        uint64_t aligned = (size + 255) & ~255ULL;
+        if (device_used + aligned > FAKE_DEVICE_SIZE)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        w_u64(out, FAKE_DEVICE_BASE + device_used);
+        device_used += aligned;
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_mem_free:
+        return CUDA_SUCCESS;
+    case IVC_OP_ivc_memcpy_htod_inline:
+    case IVC_OP_ivc_memcpy_htod_inline_async: {
+        uint64_t dst = r_u64(in);
+        r_u64(in);
+        uint64_t n;
+        const uint8_t *data = r_buf(in, &n);
+        uint64_t size = r_u64(in);
+        uint8_t *to = device_at(dst, n);
+        if (in->bad || to == NULL || n != size)
+            return CUDA_ERROR_INVALID_VALUE;
+        memcpy(to, data, n);
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_memcpy_dtoh_inline: {
+        uint64_t src = r_u64(in);
+        r_u64(in);
+        uint64_t size = r_u64(in);
+        uint8_t *from = device_at(src, size);
+        if (from == NULL)
+            return CUDA_ERROR_INVALID_VALUE;
+        w_buf(out, from, size);
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_memcpy_htod_stream: {
+        uint64_t dst = r_u64(in);
+        r_u64(in);
+        uint64_t size = r_u64(in);
+        uint8_t *to = device_at(dst, size);
+        receive_stream(i, to, size);
+        return to == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_memcpy_dtoh_stream: {
+        uint64_t src = r_u64(in);
+        r_u64(in);
+        uint64_t size = r_u64(in);
+        uint8_t *from = device_at(src, size);
+        send_stream(i, from, size);
+        return from == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_memcpy_htod_pool:
+    case IVC_OP_ivc_memcpy_htod_pool_async: {
+        uint64_t dst = r_u64(in);
+        r_u64(in);
+        uint64_t offset = r_u64(in), size = r_u64(in);
+        uint8_t *to = device_at(dst, size);
+        if (to == NULL || offset + size > FAKE_POOL_SIZE)
+            return CUDA_ERROR_INVALID_VALUE;
+        memcpy(to, region + FAKE_POOL_OFFSET + offset, size);
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_memcpy_dtoh_pool:
+    case IVC_OP_ivc_memcpy_dtoh_pool_async: {
+        uint64_t offset = r_u64(in), src = r_u64(in);
+        r_u64(in);
+        uint64_t size = r_u64(in);
+        uint8_t *from = device_at(src, size);
+        if (from == NULL || offset + size > FAKE_POOL_SIZE)
+            return CUDA_ERROR_INVALID_VALUE;
+        memcpy(region + FAKE_POOL_OFFSET + offset, from, size);
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_host_alloc: {
+        uint64_t size = (r_u64(in) + 4095) & ~4095ULL;
+        if (pool_used + size > FAKE_POOL_SIZE)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        w_u64(out, pool_used);
+        pool_used += size;
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_host_free:
+        return CUDA_SUCCESS;
+    case IVC_OP_ivc_host_device_pointer:
+        w_u64(out, 0xB00000000ULL + r_u64(in));
+        return CUDA_SUCCESS;
+    case IVC_OP_ivc_module_load: {
+        uint64_t hash = r_u64(in), size = r_u64(in), send = r_u64(in);
+        if (send) {
+            uint8_t *image = malloc(size);
+            receive_stream(i, image, size);
+            fake.last_image_hash = ivc_fnv1a64(image, size);
+            fake.images_received++;
+            free(image);
+        } else if (hash != fake.last_image_hash) {
+            return CUDA_ERROR_NOT_FOUND;
+        }
+        fake.last_image_size = size;
+        w_u64(out, 0x0200000100000001ULL);
+        return fake.last_image_hash == hash ? CUDA_SUCCESS : CUDA_ERROR_INVALID_IMAGE;
+    }
+    case IVC_OP_ivc_param_layout: {
+        /* kernel(int a, double b, char c, void *p): offsets 0, 8, 16, 24 */
+        r_u64(in);
+        w_u64(out, 4);
+        uint64_t entries[4] = {0ULL << 32 | 4, 8ULL << 32 | 8, 16ULL << 32 | 1, 24ULL << 32 | 8};
+        w_buf(out, entries, sizeof entries);
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_launch: {
+        r_u64(in);
+        fake.last_launch_grid_x = (unsigned)r_u64(in);
+        for (int k = 0; k < 6; k++)
+            r_u64(in);
+        r_u64(in);
+        uint64_t n;
+        const uint8_t *params = r_buf(in, &n);
+        if (params != NULL && n <= sizeof fake.last_launch) {
+            memcpy(fake.last_launch, params, n);
+            fake.last_launch_size = (unsigned)n;
+        }
+        return CUDA_SUCCESS;
+    }
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+static void drain_ring(int i, uint64_t tail)
+{
+    uint8_t *ch = channel_base(i);
+    uint8_t *ring = ch + IVC_CH_AREAS + FAKE_REQUEST_AREA + FAKE_RESPONSE_AREA;
+    struct server_channel *s = &server_channels[i];
+    while (s->ring_head < tail) {
+        uint64_t position = s->ring_head % FAKE_RING;
+        uint32_t total = ivc_read32(ring + position), opcode = ivc_read32(ring + position + 4);
+        if (total < 8 || total % 8 != 0 || position + total > FAKE_RING) {
+            fprintf(stderr, "fake server: bad ring record (total %u at %llu)\n", total, (unsigned long long)position);
+            abort();
+        }
+        if (opcode == IVC_OP_PAD) {
+            fake.pads++;
+        } else {
+            static uint8_t scratch[FAKE_RESPONSE_AREA];
+            struct reader in = {ring + position + 16, total - 16, 0, 0};
+            struct writer out = {scratch, 0};
+            run(i, opcode, &in, &out);
+        }
+        s->ring_head += total;
+        ivc_store64(ch + IVC_CH_RING_HEAD, s->ring_head);
+    }
+}
+
+static void serve(int i)
+{
+    uint8_t *ch = channel_base(i);
+    struct server_channel *s = &server_channels[i];
+    uint64_t seq = ivc_load64(ch + IVC_CH_REQ_SEQ);
+    uint64_t tail = ivc_load64(ch + IVC_CH_RING_TAIL);
+    drain_ring(i, tail);
+    if (seq == s->last_seq)
+        return;
+    uint8_t *request = ch + IVC_CH_AREAS, *response = request + FAKE_REQUEST_AREA;
+    uint32_t opcode = ivc_read32(request), length = ivc_read32(request + 4);
+    struct reader in = {request + 16, length, 0, 0};
+    struct writer out = {response + 16, 0};
+    int result = run(i, opcode, &in, &out);
+    if (result != CUDA_SUCCESS && opcode != IVC_OP_ivc_hello)
+        out.length = 0; /* §4: a failure carries no payload (hello's refusal does) */
+    ivc_write32(response, (uint32_t)result);
+    ivc_write32(response + 4, (uint32_t)out.length);
+    ivc_write64(response + 8, seq);
+    s->last_seq = seq;
+    ivc_store64(ch + IVC_CH_RESP_SEQ, seq);
+}
+
+static void *server_main(void *unused)
+{
+    (void)unused;
+    while (atomic_load(&running)) {
+        if (atomic_load(&fake.frozen)) {
+            usleep(1000);
+            continue;
+        }
+        __atomic_fetch_add((uint64_t *)(region + IVC_HDR_SERVER_HEARTBEAT), 1, __ATOMIC_RELEASE);
+        for (int i = 0; i < FAKE_CHANNELS; i++) {
+            ivc_store32(channel_base(i) + IVC_CH_SERVER_PARKED, (uint32_t)atomic_load(&fake.parked));
+            if (ivc_load64(channel_base(i) + IVC_CH_OWNER) != 0)
+                serve(i);
+        }
+        sched_yield();
+    }
+    return NULL;
+}
+
+void fake_server_start(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || ftruncate(fd, FAKE_REGION_SIZE) != 0) {
+        perror(path);
+        exit(2);
+    }
+    region = mmap(NULL, FAKE_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (region == MAP_FAILED) {
+        perror("mmap");
+        exit(2);
+    }
+    fake_write_header(region, FAKE_REGION_SIZE);
+    fake.device = calloc(1, FAKE_DEVICE_SIZE);
+    atomic_store(&running, 1);
+    pthread_create(&thread, NULL, server_main, NULL);
+}
+
+uint8_t *fake_channel(int i)
+{
+    return channel_base(i);
+}
+
+void fake_server_stop(void)
+{
+    atomic_store(&running, 0);
+    pthread_join(thread, NULL);
+}

@@ -1,0 +1,50 @@
+/* An in-process server that follows docs/protocol.md over a region file, with host
+ * memory standing in for the GPU: it tests the guest's transport, nothing more. */
+#ifndef FAKE_SERVER_H
+#define FAKE_SERVER_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FAKE_CHANNELS 8
+#define FAKE_REQUEST_AREA 4096
+#define FAKE_RESPONSE_AREA 4096
+#define FAKE_RING 1024
+#define FAKE_WINDOW 8192
+#define FAKE_STRIDE 20480
+#define FAKE_POOL_OFFSET (4096 + FAKE_CHANNELS * FAKE_STRIDE)
+#define FAKE_POOL_SIZE (1u << 20)
+#define FAKE_REGION_SIZE (FAKE_POOL_OFFSET + FAKE_POOL_SIZE)
+#define FAKE_DEVICE_BASE 0xD00000000ULL
+#define FAKE_DEVICE_SIZE (64u << 20)
+#define FAKE_FUNCTION 0x0300000100000007ULL
+
+struct fake_state {
+    atomic_int calls[256];          /* per opcode (sync requests and ring records) */
+    atomic_int pads;                /* PAD records seen */
+    atomic_int frozen;              /* 1: stop answering and stop the heartbeat */
+    atomic_int refuse_hello;        /* 1: answer hello with a different api hash */
+    uint8_t *device;                /* FAKE_DEVICE_SIZE bytes of "device memory" */
+    uint8_t last_launch[4096];
+    atomic_uint last_launch_size;
+    atomic_uint last_launch_grid_x;
+    uint64_t last_image_hash;
+    uint64_t last_image_size;
+    atomic_int images_received;
+    atomic_uint last_hello_pid;
+    atomic_int parked;              /* 1: claim server_parked on every channel (doorbell mode) */
+    uint64_t extra_features;        /* feature bits added to the header */
+};
+
+extern struct fake_state fake;
+
+/* Writes a READY header into a fresh region file at path and starts the server thread. */
+void fake_server_start(const char *path);
+void fake_server_stop(void);
+/* The start of channel i in the served region. */
+uint8_t *fake_channel(int i);
+/* Writes a valid header (state READY) into base; used by the header-validation tests. */
+void fake_write_header(uint8_t *base, uint64_t region_size);
+
+#endif
