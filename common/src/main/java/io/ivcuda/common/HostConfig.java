@@ -38,6 +38,7 @@ public final class HostConfig {
     private static final Pattern GPU_KEY = Pattern.compile("gpu\\.([0-9]{1,4})\\.(capacity|uuid)");
 
     private final String origin;
+    private final List<Path> files;
     private final String defaultDevice;
     private final Mode defaultMode;
     private final long defaultSize;
@@ -54,8 +55,9 @@ public final class HostConfig {
     private final long serverStopTimeoutMs;
     private final String libvirtUri;
 
-    private HostConfig(Configuration c, String origin) throws IvcudaConfigException {
-        this.origin = origin;
+    private HostConfig(Configuration c, List<Path> files) throws IvcudaConfigException {
+        this.files = List.copyOf(files);
+        this.origin = files.isEmpty() ? "built-in defaults" : String.join(", ", files.stream().map(Path::toString).toList());
         this.defaultDevice = c.getString("defaults.device", "0").trim();
         String modeWord = c.getString("defaults.mode", "plain");
         Mode mode = Mode.fromWord(modeWord);
@@ -110,12 +112,12 @@ public final class HostConfig {
         for (Path file : reversed) {
             composite.addConfiguration(read(file));
         }
-        return new HostConfig(composite, String.join(", ", files.stream().map(Path::toString).toList()));
+        return new HostConfig(composite, files);
     }
 
     public static HostConfig defaults() {
         try {
-            return new HostConfig(new PropertiesConfiguration(), "built-in defaults");
+            return new HostConfig(new PropertiesConfiguration(), List.of());
         } catch (IvcudaConfigException e) {
             throw new IllegalStateException("built-in defaults are invalid", e);
         }
@@ -188,6 +190,11 @@ public final class HostConfig {
 
     private IvcudaConfigException bad(String key, String value, String reason) {
         return new IvcudaConfigException("host configuration " + origin + ": " + key + "='" + value + "': " + reason);
+    }
+
+    /** The files this configuration was read from, in order (empty for built-in defaults). */
+    public List<Path> files() {
+        return files;
     }
 
     public String origin() {

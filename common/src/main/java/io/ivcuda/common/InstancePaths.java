@@ -22,7 +22,7 @@ public record InstancePaths(String domainUuid, String shmemName, Path regionFile
                 host.runtimeDir().resolve(shmem + ".sock"),
                 host.runtimeDir().resolve(domainUuid + ".properties"),
                 host.runtimeDir().resolve(domainUuid + ".pid"),
-                host.runtimeDir().resolve(domainUuid + ".log"));
+                host.logDir().resolve("server-" + domainUuid + ".log"));
     }
 
     /** The systemd unit that supervises this VM's server. */
