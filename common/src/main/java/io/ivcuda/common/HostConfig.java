@@ -36,9 +36,16 @@ public final class HostConfig {
     }
 
     private static final Pattern GPU_KEY = Pattern.compile("gpu\\.([0-9]{1,4})\\.(capacity|uuid)");
+    /**
+     * Keys that belong to hook and provisioner. Every other key of the file is the cuda-server's, and
+     * the hook hands those to the server (see {@link #serverKeys()}).
+     */
+    private static final Pattern LIFECYCLE_KEY = Pattern.compile(
+            "defaults\\..*|gpu\\.[0-9]+\\..*|runtime\\.dir|shm\\.dir|log\\.dir|qemu\\.group|server\\..*|libvirt\\.uri");
 
     private final String origin;
     private final List<Path> files;
+    private final Map<String, String> serverKeys;
     private final String defaultDevice;
     private final Mode defaultMode;
     private final long defaultSize;
@@ -89,6 +96,27 @@ public final class HostConfig {
         this.serverReadyTimeoutMs = millis(c, "server.ready.timeout.ms", 30000);
         this.serverStopTimeoutMs = millis(c, "server.stop.timeout.ms", 10000);
         this.libvirtUri = c.getString("libvirt.uri", "qemu:///system").trim();
+        Map<String, String> forServer = new TreeMap<>();
+        for (Iterator<String> keys = c.getKeys(); keys.hasNext(); ) {
+            String key = keys.next();
+            if (!isLifecycleKey(key)) {
+                forServer.put(key, c.getString(key));
+            }
+        }
+        this.serverKeys = java.util.Collections.unmodifiableMap(forServer);
+    }
+
+    /** Whether a key is one of hook and provisioner's own (documented in templates/ivcuda.properties). */
+    public static boolean isLifecycleKey(String key) {
+        return LIFECYCLE_KEY.matcher(key).matches();
+    }
+
+    /**
+     * The cuda-server's keys of this file (every key that is not a lifecycle key), with their values.
+     * The server refuses keys it does not know, so it gets these and not the whole file.
+     */
+    public Map<String, String> serverKeys() {
+        return serverKeys;
     }
 
     /**

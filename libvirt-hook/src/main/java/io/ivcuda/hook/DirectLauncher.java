@@ -6,7 +6,6 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -28,16 +27,12 @@ final class DirectLauncher implements ServerLauncher {
         this.host = host;
     }
 
-    /** The server's arguments per docs/architecture.md: the host configuration first, then the instance's. */
-    static List<String> serverArguments(HostConfig host, InstancePaths paths) {
-        List<String> arguments = new ArrayList<>();
-        for (Path file : host.files()) {
-            arguments.add("--config");
-            arguments.add(file.toAbsolutePath().toString());
-        }
-        arguments.add("--config");
-        arguments.add(paths.instanceConfig().toString());
-        return arguments;
+    /**
+     * The server's arguments: only the instance configuration, which carries the host file's server
+     * keys too (the server refuses the lifecycle keys it does not know; see Hook#writeInstanceConfig).
+     */
+    static List<String> serverArguments(InstancePaths paths) {
+        return List.of("--config", paths.instanceConfig().toString());
     }
 
     @Override
@@ -50,7 +45,7 @@ final class DirectLauncher implements ServerLauncher {
         }
         // server.command may carry its own arguments (java -jar …): let sh split it, then exec so the pid stays.
         command.addAll(List.of("sh", "-c", "exec " + host.serverCommand() + " \"$@\"", "ivcuda-server"));
-        command.addAll(serverArguments(host, paths));
+        command.addAll(serverArguments(paths));
         try {
             Files.createDirectories(paths.serverLog().getParent());
             Files.writeString(paths.serverLog(), "--- " + java.time.Instant.now() + " starting: " + String.join(" ", command) + "\n",

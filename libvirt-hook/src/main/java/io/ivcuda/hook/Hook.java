@@ -180,8 +180,14 @@ final class Hook {
         }
     }
 
+    /**
+     * The server's whole configuration for this VM: the cuda-server keys of the host configuration
+     * (backend, channel.count, …), then this VM's keys, which win. The lifecycle keys stay out: the
+     * server refuses keys it does not know, which is how it catches typos.
+     */
     private void writeInstanceConfig(DomainXml domain, InstancePaths paths, VmSettings settings) throws HookException {
         Properties p = new Properties();
+        host.serverKeys().forEach(p::setProperty);
         p.setProperty("region.path", paths.regionFile().toString());
         p.setProperty("region.size", Long.toString(settings.regionSize()));
         p.setProperty("mode", settings.mode().word());
@@ -193,7 +199,8 @@ final class Hook {
         p.setProperty("pidfile", paths.pidfile().toString());
         try {
             StringWriter text = new StringWriter();
-            p.store(text, "ivcuda instance configuration of domain " + domain.name() + ", written by the libvirt hook");
+            p.store(text, "ivcuda cuda-server configuration of domain " + domain.name() + ", written by the libvirt hook:\n"
+                    + "the server keys of " + host.origin() + ", then this domain's keys");
             Files.writeString(paths.instanceConfig(), text.toString(), StandardCharsets.ISO_8859_1);
         } catch (IOException e) {
             throw new HookException("cannot write " + paths.instanceConfig() + ": " + e.getMessage(), e);

@@ -64,7 +64,7 @@ class HookTest {
         Files.writeString(config, "runtime.dir=" + runtime + "\nshm.dir=" + shm + "\nlog.dir=" + dir.resolve("log")
                 + "\nserver.user=" + System.getProperty("user.name") + "\nqemu.group=" + group
                 + "\nserver.launch=direct\nserver.ready.timeout.ms=20000\nserver.stop.timeout.ms=5000"
-                + "\nserver.command=" + standInCommand().replace("\\", "\\\\") + "\n");
+                + "\nserver.command=" + standInCommand().replace("\\", "\\\\") + "\nbackend=host-memory\nregion.path=/elsewhere\n");
         // A second file overrides the first, as an admin's drop-in would.
         Path override = dir.resolve("override.properties");
         Files.writeString(override, extra);
@@ -116,6 +116,8 @@ class HookTest {
             instance.load(reader);
         }
         assertEquals(region.toString(), instance.getProperty("region.path"));
+        assertEquals("host-memory", instance.getProperty("backend"), "server keys of the host file are handed on");
+        assertEquals(null, instance.getProperty("server.user"), "lifecycle keys are not (the server would refuse them)");
         assertEquals(Long.toString(4L << 20), instance.getProperty("region.size"));
         assertEquals("plain", instance.getProperty("mode"));
         assertEquals("0", instance.getProperty("gpu"));
