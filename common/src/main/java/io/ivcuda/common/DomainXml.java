@@ -1,0 +1,185 @@
+package io.ivcuda.common;
+
+import java.io.IOException;
+import java.io.StringReader;
+import java.io.StringWriter;
+import javax.xml.XMLConstants;
+import javax.xml.parsers.DocumentBuilder;
+import javax.xml.parsers.DocumentBuilderFactory;
+import javax.xml.parsers.ParserConfigurationException;
+import javax.xml.transform.OutputKeys;
+import javax.xml.transform.Transformer;
+import javax.xml.transform.TransformerException;
+import javax.xml.transform.TransformerFactory;
+import javax.xml.transform.dom.DOMSource;
+import javax.xml.transform.stream.StreamResult;
+import org.w3c.dom.Document;
+import org.w3c.dom.Element;
+import org.w3c.dom.Node;
+import org.w3c.dom.NodeList;
+import org.xml.sax.InputSource;
+import org.xml.sax.SAXException;
+
+/**
+ * A libvirt domain XML document as hook and provisioner see it: name, UUID, our metadata element
+ * and our {@code <shmem>} device. Everything else in the document is left exactly as it came.
+ */
+public final class DomainXml {
+    private final Document document;
+    private final String name;
+    private final String uuid;
+
+    private DomainXml(Document document) throws IvcudaConfigException {
+        this.document = document;
+        Element root = document.getDocumentElement();
+        if (!"domain".equals(root.getNodeName())) {
+            throw new IvcudaConfigException("not a libvirt domain XML document (root element <" + root.getNodeName() + ">)");
+        }
+        Element nameElement = child(root, "name");
+        Element uuidElement = child(root, "uuid");
+        this.name = nameElement == null ? "?" : nameElement.getTextContent().trim();
+        if (uuidElement == null || uuidElement.getTextContent().isBlank()) {
+            throw new IvcudaConfigException("domain '" + name + "': the domain XML has no <uuid>");
+        }
+        this.uuid = uuidElement.getTextContent().trim().toLowerCase(java.util.Locale.ROOT);
+        if (!uuid.matches("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")) {
+            throw new IvcudaConfigException("domain '" + name + "': unexpected <uuid> '" + uuid + "'");
+        }
+    }
+
+    public static DomainXml parse(String xml) throws IvcudaConfigException {
+        try {
+            DocumentBuilderFactory factory = DocumentBuilderFactory.newInstance();
+            factory.setNamespaceAware(true);
+            // Domain XML never has a DTD; refusing one keeps external entities out.
+            factory.setFeature("http://apache.org/xml/features/disallow-doctype-decl", true);
+            factory.setFeature(XMLConstants.FEATURE_SECURE_PROCESSING, true);
+            DocumentBuilder builder = factory.newDocumentBuilder();
+            builder.setErrorHandler(null);
+            return new DomainXml(builder.parse(new InputSource(new StringReader(xml))));
+        } catch (ParserConfigurationException | SAXException | IOException e) {
+            throw new IvcudaConfigException("domain XML is not well-formed: " + e.getMessage(), e);
+        }
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public String uuid() {
+        return uuid;
+    }
+
+    /** Whether the document carries our metadata element (whatever its attributes). */
+    public boolean isTagged() {
+        return gpuElement() != null;
+    }
+
+    /** Our {@code <ivcuda:gpu>} element inside {@code <metadata>}, or null for an untagged domain. */
+    public Element gpuElement() {
+        Element metadata = child(document.getDocumentElement(), "metadata");
+        if (metadata == null) {
+            return null;
+        }
+        for (Node n = metadata.getFirstChild(); n != null; n = n.getNextSibling()) {
+            if (n instanceof Element e && GpuElement.NAMESPACE.equals(e.getNamespaceURI())) {
+                return e;
+            }
+        }
+        return null;
+    }
+
+    /** Parses our metadata element; null for an untagged domain. */
+    public GpuElement parseGpuElement() throws IvcudaConfigException {
+        Element element = gpuElement();
+        if (element == null) {
+            return null;
+        }
+        if (!GpuElement.NAME.equals(element.getLocalName())) {
+            throw new IvcudaConfigException("domain '" + name + "': unknown element <" + element.getNodeName()
+                    + "> in namespace " + GpuElement.NAMESPACE + " (the element is <" + GpuElement.PREFIX + ":gpu>)");
+        }
+        return GpuElement.parse(element, name);
+    }
+
+    /** Our {@code <shmem name='ivcuda-UUID'>}, or null. */
+    public Element ourShmem() {
+        Element devices = child(document.getDocumentElement(), "devices");
+        if (devices == null) {
+            return null;
+        }
+        String wanted = InstancePaths.shmemName(uuid);
+        for (Node n = devices.getFirstChild(); n != null; n = n.getNextSibling()) {
+            if (n instanceof Element e && "shmem".equals(e.getNodeName()) && wanted.equals(e.getAttribute("name"))) {
+                return e;
+            }
+        }
+        return null;
+    }
+
+    /** Our device as currently defined, or null. */
+    public ShmemDevice currentShmem() {
+        Element shmem = ourShmem();
+        return shmem == null ? null : ShmemDevice.read(shmem);
+    }
+
+    /** Adds our {@code <shmem>} (or rewrites the existing one) to match {@code device}. */
+    public void putShmem(ShmemDevice device) {
+        Element shmem = ourShmem();
+        if (shmem == null) {
+            Element root = document.getDocumentElement();
+            Element devices = child(root, "devices");
+            if (devices == null) {
+                devices = document.createElement("devices");
+                root.appendChild(devices);
+            }
+            shmem = document.createElement("shmem");
+            devices.appendChild(shmem);
+        }
+        device.writeInto(shmem);
+    }
+
+    /** Removes our {@code <shmem>}; true when there was one. */
+    public boolean removeShmem() {
+        Element shmem = ourShmem();
+        if (shmem == null) {
+            return false;
+        }
+        shmem.getParentNode().removeChild(shmem);
+        return true;
+    }
+
+    public String toXml() {
+        try {
+            Transformer transformer = TransformerFactory.newInstance().newTransformer();
+            transformer.setOutputProperty(OutputKeys.OMIT_XML_DECLARATION, "yes");
+            StringWriter out = new StringWriter();
+            transformer.transform(new DOMSource(document), new StreamResult(out));
+            return out.toString();
+        } catch (TransformerException e) {
+            throw new IllegalStateException("cannot serialise a DOM we parsed", e);
+        }
+    }
+
+    /** The first child element of {@code parent} with the given (un-namespaced) name, or null. */
+    public static Element child(Element parent, String name) {
+        for (Node n = parent.getFirstChild(); n != null; n = n.getNextSibling()) {
+            if (n instanceof Element e && name.equals(e.getNodeName()) && e.getNamespaceURI() == null) {
+                return e;
+            }
+        }
+        return null;
+    }
+
+    /** All child elements of {@code parent} with the given name. */
+    public static java.util.List<Element> children(Element parent, String name) {
+        java.util.List<Element> result = new java.util.ArrayList<>();
+        NodeList nodes = parent.getChildNodes();
+        for (int i = 0; i < nodes.getLength(); i++) {
+            if (nodes.item(i) instanceof Element e && name.equals(e.getNodeName())) {
+                result.add(e);
+            }
+        }
+        return result;
+    }
+}

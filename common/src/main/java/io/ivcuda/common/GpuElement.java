@@ -1,0 +1,92 @@
+package io.ivcuda.common;
+
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import org.w3c.dom.Attr;
+import org.w3c.dom.Element;
+import org.w3c.dom.NamedNodeMap;
+
+/**
+ * The one metadata element a user writes to turn GPU sharing on for a domain:
+ * {@code <ivcuda:gpu xmlns:ivcuda="https://ivcuda.dev/xmlns/domain/1" device="0" mode="plain" size="256M" quota="4G"/>}.
+ * Every attribute is optional; missing ones take the host configuration's {@code defaults.*}.
+ */
+public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalLong size, OptionalLong quota) {
+
+    public static final String NAMESPACE = "https://ivcuda.dev/xmlns/domain/1";
+    public static final String PREFIX = "ivcuda";
+    public static final String NAME = "gpu";
+
+    public static final String ATTR_DEVICE = "device";
+    public static final String ATTR_MODE = "mode";
+    public static final String ATTR_SIZE = "size";
+    public static final String ATTR_QUOTA = "quota";
+    private static final Set<String> KNOWN = Set.of(ATTR_DEVICE, ATTR_MODE, ATTR_SIZE, ATTR_QUOTA);
+
+    /** An element with no attributes: everything from the host's defaults. */
+    public static GpuElement allDefaults() {
+        return new GpuElement(Optional.empty(), Optional.empty(), OptionalLong.empty(), OptionalLong.empty());
+    }
+
+    /**
+     * Reads and checks the element's attributes. Only the syntax is checked here; whether the GPU
+     * exists and the quota fits is decided against the host configuration by {@link VmSettings}.
+     */
+    public static GpuElement parse(Element element, String domainName) throws IvcudaConfigException {
+        NamedNodeMap attributes = element.getAttributes();
+        Optional<String> device = Optional.empty();
+        Optional<Mode> mode = Optional.empty();
+        OptionalLong size = OptionalLong.empty();
+        OptionalLong quota = OptionalLong.empty();
+        for (int i = 0; i < attributes.getLength(); i++) {
+            Attr attr = (Attr) attributes.item(i);
+            String name = attr.getLocalName() != null ? attr.getLocalName() : attr.getName();
+            if ("xmlns".equals(attr.getPrefix()) || "xmlns".equals(attr.getName())) {
+                continue;
+            }
+            String value = attr.getValue().trim();
+            if (!KNOWN.contains(attr.getName())) {
+                throw problem(domainName, name, value, "unknown attribute (known: device, mode, size, quota)");
+            }
+            switch (attr.getName()) {
+                case ATTR_DEVICE -> {
+                    if (!value.matches("[0-9]{1,4}|[A-Za-z0-9-]{8,64}")) {
+                        throw problem(domainName, name, value, "not a GPU index (0, 1, …) or a GPU UUID (GPU-…)");
+                    }
+                    device = Optional.of(value);
+                }
+                case ATTR_MODE -> {
+                    Mode parsed = Mode.fromWord(value);
+                    if (parsed == null) {
+                        throw problem(domainName, name, value, "unknown mode (use plain or doorbell)");
+                    }
+                    mode = Optional.of(parsed);
+                }
+                case ATTR_SIZE -> {
+                    long bytes = bytes(domainName, name, value);
+                    if (!ByteSize.isValidRegionSize(bytes)) {
+                        throw problem(domainName, name, value, "the region size must be a power of two of at least 1 MiB (e.g. 256M)");
+                    }
+                    size = OptionalLong.of(bytes);
+                }
+                case ATTR_QUOTA -> quota = OptionalLong.of(bytes(domainName, name, value));
+                default -> throw new AssertionError(name);
+            }
+        }
+        return new GpuElement(device, mode, size, quota);
+    }
+
+    private static long bytes(String domainName, String attribute, String value) throws IvcudaConfigException {
+        try {
+            return ByteSize.parse(value);
+        } catch (IllegalArgumentException e) {
+            throw problem(domainName, attribute, value, e.getMessage());
+        }
+    }
+
+    static IvcudaConfigException problem(String domainName, String attribute, String value, String reason) {
+        return new IvcudaConfigException("domain '" + domainName + "': <" + PREFIX + ":" + NAME + "> attribute "
+                + attribute + "='" + value + "': " + reason);
+    }
+}

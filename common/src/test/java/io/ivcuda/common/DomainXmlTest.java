@@ -1,0 +1,51 @@
+package io.ivcuda.common;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+
+class DomainXmlTest {
+    private static final String UUID = "11111111-2222-3333-4444-555555555555";
+
+    @Test
+    void addsUpdatesAndRemovesOurShmemOnly() throws Exception {
+        String xml = "<domain type='qemu'><name>vm1</name><uuid>" + UUID + "</uuid><devices>"
+                + "<shmem name='someone-else'><model type='ivshmem-plain'/><size unit='M'>4</size></shmem></devices></domain>";
+        DomainXml d = DomainXml.parse(xml);
+        assertFalse(d.isTagged());
+        assertNull(d.currentShmem());
+        InstancePaths paths = InstancePaths.of(UUID, HostConfig.defaults());
+        ShmemDevice plain = ShmemDevice.desired(paths, new VmSettings(0, "0", Mode.PLAIN, 64L << 20, 0));
+        d.putShmem(plain);
+        DomainXml again = DomainXml.parse(d.toXml());
+        assertEquals(plain, again.currentShmem());
+        assertTrue(again.toXml().contains("someone-else"));
+
+        ShmemDevice doorbell = ShmemDevice.desired(paths, new VmSettings(0, "0", Mode.DOORBELL, 64L << 20, 0));
+        again.putShmem(doorbell);
+        DomainXml third = DomainXml.parse(again.toXml());
+        assertEquals(doorbell, third.currentShmem());
+        assertEquals(Path.of("/run/ivcuda/ivcuda-" + UUID + ".sock"), third.currentShmem().socket());
+        assertTrue(third.toXml().contains("ioeventfd=\"on\""), third.toXml());
+        assertTrue(third.removeShmem());
+        assertNull(DomainXml.parse(third.toXml()).currentShmem());
+        assertTrue(third.toXml().contains("someone-else"));
+    }
+
+    @Test
+    void libvirtAdditionsDoNotMakeADifference() throws Exception {
+        String xml = "<domain type='qemu'><name>vm1</name><uuid>" + UUID + "</uuid><devices>"
+                + "<shmem name='ivcuda-" + UUID + "'><model type='ivshmem-plain'/><size unit='M'>64</size>"
+                + "<alias name='shmem0'/><address type='pci' domain='0x0000' bus='0x00' slot='0x05' function='0x0'/></shmem>"
+                + "</devices></domain>";
+        DomainXml d = DomainXml.parse(xml);
+        InstancePaths paths = InstancePaths.of(UUID, HostConfig.defaults());
+        assertEquals(ShmemDevice.desired(paths, new VmSettings(0, "0", Mode.PLAIN, 64L << 20, 0)), d.currentShmem());
+        d.putShmem(ShmemDevice.desired(paths, new VmSettings(0, "0", Mode.PLAIN, 128L << 20, 0)));
+        assertTrue(d.toXml().contains("slot=\"0x05\""), "an update keeps the PCI address");
+    }
+}

@@ -1,0 +1,406 @@
+package io.ivcuda.provisioner;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.ivcuda.common.DomainXml;
+import io.ivcuda.common.GpuElement;
+import io.ivcuda.common.HostConfig;
+import io.ivcuda.common.InstancePaths;
+import io.ivcuda.common.Mode;
+import io.ivcuda.common.ShmemDevice;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+/**
+ * The whole lifecycle on a real libvirtd with QEMU under software emulation (TCG), as a user does it:
+ * define a domain, {@code virsh metadata --set} the element, see the provisioner daemon add the
+ * device, {@code virsh start}, see the server running and QEMU mapping the same region,
+ * {@code virsh destroy}, see the server gone and nothing left behind.
+ *
+ * <p>Needs: root, libvirtd on qemu:///system, and the hook installed as qemu.d/50-ivcuda pointing at
+ * this build tree before libvirtd started (.ci/run does all that). With {@code IVCUDA_IT_LIBVIRT=required}
+ * (CI) a missing libvirtd fails the test; otherwise the test is skipped.
+ *
+ * <p>The server is the real {@code cuda-server/target/cuda-server.jar} (host-memory backend: CI has no
+ * GPU). Only with {@code IVCUDA_IT_SERVER=standin} does it use the hook module's test stand-in.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class LifecycleIT {
+    private static final String URI = "qemu:///system";
+    private static final Path HOST_CONFIG = HostConfig.DEFAULT_PATH;
+    private static final Path HOST_CONFIG_BACKUP = Path.of("/etc/ivcuda/ivcuda.properties.before-it");
+    private static final String PREFIX = "ivcuda-it-";
+    private static final long WAIT_MS = 120_000;
+
+    private static Path repo;
+    private static Path workDir;
+    private static Process provisioner;
+    private static HostConfig host;
+    private static boolean configWritten;
+
+    @BeforeAll
+    static void setUp() throws Exception {
+        boolean required = "required".equals(System.getenv("IVCUDA_IT_LIBVIRT"));
+        String problem = libvirtProblem();
+        if (problem != null) {
+            if (required) {
+                fail("IVCUDA_IT_LIBVIRT=required but " + problem);
+            }
+            Assumptions.abort("lifecycle integration test skipped: " + problem + " (set IVCUDA_IT_LIBVIRT=required to fail instead)");
+        }
+        repo = Path.of(System.getProperty("ivcuda.repo", "..")).toAbsolutePath().normalize();
+        workDir = repo.resolve("ivshmem-provisioner/target/it");
+        Files.createDirectories(workDir);
+        removeTestDomains();
+        writeHostConfig();
+        host = HostConfig.load(List.of(HOST_CONFIG));
+
+        Path jar = repo.resolve("ivshmem-provisioner/target/ivshmem-provisioner.jar");
+        assertTrue(Files.exists(jar), "the provisioner jar is built before the integration test: " + jar);
+        provisioner = new ProcessBuilder(javaCommand(), "-jar", jar.toString(), "daemon")
+                .redirectErrorStream(true)
+                .redirectOutput(workDir.resolve("provisioner.log").toFile())
+                .start();
+    }
+
+    @AfterAll
+    static void tearDown() throws Exception {
+        if (provisioner != null) {
+            provisioner.destroy();
+            provisioner.waitFor(10, TimeUnit.SECONDS);
+        }
+        if (repo != null) {
+            removeTestDomains();
+        }
+        if (configWritten) {
+            if (Files.exists(HOST_CONFIG_BACKUP)) {
+                Files.move(HOST_CONFIG_BACKUP, HOST_CONFIG, StandardCopyOption.REPLACE_EXISTING);
+            } else {
+                Files.deleteIfExists(HOST_CONFIG);
+            }
+        }
+    }
+
+    /** Null when libvirtd answers, the hook is installed and we are root; else what is missing. */
+    private static String libvirtProblem() {
+        if (!"root".equals(System.getProperty("user.name"))) {
+            return "not running as root";
+        }
+        Result version = run(List.of("virsh", "-c", URI, "version"));
+        if (version.status != 0) {
+            return "libvirtd is unreachable at " + URI + ": " + version.output.trim();
+        }
+        if (!Files.isExecutable(Path.of("/etc/libvirt/hooks/qemu.d/50-ivcuda"))) {
+            return "the hook /etc/libvirt/hooks/qemu.d/50-ivcuda is not installed (see .ci/run)";
+        }
+        return null;
+    }
+
+    private static void writeHostConfig() throws IOException {
+        Path serverJar = repo.resolve("cuda-server/target/cuda-server.jar");
+        String serverCommand;
+        if ("standin".equals(System.getenv("IVCUDA_IT_SERVER"))) {
+            Path hook = repo.resolve("libvirt-hook/target");
+            serverCommand = javaCommand() + " -Xmx64m -cp " + hook.resolve("test-classes") + ":" + hook.resolve("classes")
+                    + " io.ivcuda.hook.StandInCudaServer";
+        } else {
+            assertTrue(Files.exists(serverJar), "the real cuda-server is needed: " + serverJar
+                    + " is missing (build the reactor; IVCUDA_IT_SERVER=standin selects the test stand-in for development)");
+            serverCommand = javaCommand() + " -Xmx256m -jar " + serverJar;
+        }
+        if (Files.exists(HOST_CONFIG) && !Files.exists(HOST_CONFIG_BACKUP)) {
+            Files.copy(HOST_CONFIG, HOST_CONFIG_BACKUP);
+        }
+        Files.createDirectories(HOST_CONFIG.getParent());
+        Files.writeString(HOST_CONFIG, "# Written by LifecycleIT; the previous file is restored afterwards.\n"
+                + "server.user=root\nqemu.group=libvirt-qemu\nserver.launch=direct\n"
+                + "server.command=" + serverCommand + "\n"
+                + "server.ready.timeout.ms=90000\ndefaults.size=64M\n"
+                + "log.dir=" + workDir.resolve("log") + "\n"
+                // cuda-server keys: no GPU in CI, so the transport-only backend.
+                + "backend=host-memory\n");
+        configWritten = true;
+    }
+
+    private static String javaCommand() {
+        return ProcessHandle.current().info().command().orElse("java");
+    }
+
+    // ---- the tests -------------------------------------------------------------------------------
+
+    @Test
+    @Order(1)
+    void oneDomainFromMetadataToDestroy() throws Exception {
+        String name = PREFIX + "1";
+        String uuid = define(name);
+        InstancePaths paths = InstancePaths.of(uuid, host);
+
+        virsh("metadata", name, GpuElement.NAMESPACE, "--key", "ivcuda", "--set", "<gpu size='64M'/>", "--config");
+        waitFor(() -> device(name) != null, "the provisioner adds the <shmem> device to " + name);
+        ShmemDevice device = device(name);
+        assertEquals(paths.shmemName(), device.name());
+        assertEquals(Mode.PLAIN, device.mode());
+        assertEquals(64L << 20, device.size());
+
+        virsh("start", name);
+        assertServerRunning(paths);
+        assertRegionSharedWithQemu(name, paths);
+
+        virsh("destroy", name);
+        assertNothingLeft(paths);
+
+        // Turning it off: removing the element removes the device.
+        virsh("metadata", name, GpuElement.NAMESPACE, "--remove", "--config");
+        waitFor(() -> device(name) == null, "the provisioner removes the device with the element");
+    }
+
+    @Test
+    @Order(2)
+    void eightTaggedDomainsStartedAtOnce() throws Exception {
+        List<String> names = new ArrayList<>();
+        List<InstancePaths> paths = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            String name = PREFIX + "many-" + i;
+            names.add(name);
+            paths.add(InstancePaths.of(define(name), host));
+            virsh("metadata", name, GpuElement.NAMESPACE, "--key", "ivcuda", "--set", "<gpu size='16M'/>", "--config");
+        }
+        for (String name : names) {
+            waitFor(() -> device(name) != null, "the provisioner adds the device to " + name);
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        try {
+            parallel(pool, names, name -> virsh("start", name));
+            for (int i = 0; i < names.size(); i++) {
+                assertServerRunning(paths.get(i));
+                assertTrue(virsh("domstate", names.get(i)).contains("running"), names.get(i));
+            }
+            assertRegionSharedWithQemu(names.get(7), paths.get(7));
+            parallel(pool, names, name -> virsh("destroy", name));
+            for (InstancePaths p : paths) {
+                assertNothingLeft(p);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    // ---- checks ----------------------------------------------------------------------------------
+
+    private static void assertServerRunning(InstancePaths paths) throws Exception {
+        assertTrue(Files.exists(paths.instanceConfig()), "instance configuration " + paths.instanceConfig());
+        assertFalse(serverPids(paths).isEmpty(), "a cuda-server runs for " + paths.domainUuid());
+        ByteBuffer header = readHeader(paths.regionFile());
+        assertEquals(0x3130414455435649L, header.getLong(0x00), "region magic");
+        assertEquals(1, header.getInt(0x18), "server_state READY (the hook returned only once it was)");
+        assertEquals(Files.size(paths.regionFile()), header.getLong(0x10), "region_size in the header");
+        waitFor(() -> Files.exists(paths.pidfile()), "the server writes its pidfile");
+    }
+
+    /** Writes a pattern into the region file from the host and reads it back through QEMU's view of BAR2. */
+    private static void assertRegionSharedWithQemu(String name, InstancePaths paths) throws Exception {
+        ByteBuffer header = readHeader(paths.regionFile());
+        long regionSize = Files.size(paths.regionFile());
+        long poolOffset = header.getLong(0x60);
+        long poolSize = header.getLong(0x68);
+        // The pool is where guest-visible data lives; a layout without a pool: the region's last bytes.
+        long offset = poolSize >= 16 && poolOffset + 16 <= regionSize ? poolOffset : regionSize - 16;
+        byte[] pattern = new byte[16];
+        for (int i = 0; i < pattern.length; i++) {
+            pattern[i] = (byte) (0xA0 + i * 3 + name.length());
+        }
+        try (RandomAccessFile region = new RandomAccessFile(paths.regionFile().toFile(), "rw")) {
+            region.seek(offset);
+            region.write(pattern);
+        }
+        long[] bar2 = {-1};
+        waitFor(() -> (bar2[0] = bar2Address(name)) >= 0, "the guest firmware assigns BAR2 of " + name);
+        String dump = virsh("qemu-monitor-command", "--hmp", name, String.format("xp /16bx 0x%x", bar2[0] + offset));
+        Matcher bytes = Pattern.compile("0x([0-9a-f]{2})(?![0-9a-f])").matcher(dump.replaceAll("(?m)^[0-9a-f]+:", ""));
+        byte[] seen = new byte[16];
+        int n = 0;
+        while (bytes.find() && n < 16) {
+            seen[n++] = (byte) Integer.parseInt(bytes.group(1), 16);
+        }
+        assertEquals(16, n, "16 bytes from xp: " + dump);
+        assertEquals(java.util.HexFormat.of().formatHex(pattern), java.util.HexFormat.of().formatHex(seen),
+                "QEMU maps the same region the server set up: " + dump);
+    }
+
+    /** BAR2 of the ivshmem device (1af4:1110) from {@code info pci}, or -1 while unassigned. */
+    private static long bar2Address(String name) {
+        String pci;
+        try {
+            pci = virsh("qemu-monitor-command", "--hmp", name, "info pci");
+        } catch (AssertionError e) {
+            return -1;
+        }
+        int device = pci.indexOf("1af4:1110");
+        if (device < 0) {
+            return -1;
+        }
+        Matcher bar2 = Pattern.compile("BAR2: .*? at 0x([0-9a-f]+)").matcher(pci.substring(device));
+        if (!bar2.find()) {
+            return -1;
+        }
+        long address = Long.parseUnsignedLong(bar2.group(1), 16);
+        return address == 0 || address == -1L || address > (1L << 48) ? -1 : address;
+    }
+
+    private static void assertNothingLeft(InstancePaths paths) throws Exception {
+        waitFor(() -> serverPids(paths).isEmpty(), "the server of " + paths.domainUuid() + " is gone");
+        for (Path left : new Path[] {paths.regionFile(), paths.doorbellSocket(), paths.instanceConfig(), paths.pidfile()}) {
+            assertFalse(Files.exists(left), "left behind: " + left);
+        }
+    }
+
+    private static ByteBuffer readHeader(Path region) throws IOException {
+        ByteBuffer header = ByteBuffer.allocate(0x80).order(ByteOrder.LITTLE_ENDIAN);
+        try (var channel = java.nio.channels.FileChannel.open(region)) {
+            channel.read(header, 0);
+        }
+        return header;
+    }
+
+    /** The server processes of one VM: every one carries {@code --config <instance config>}. */
+    private static List<Long> serverPids(InstancePaths paths) {
+        List<Long> pids = new ArrayList<>();
+        try (DirectoryStream<Path> procs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
+            for (Path proc : procs) {
+                try {
+                    String cmdline = Files.readString(proc.resolve("cmdline"), StandardCharsets.UTF_8);
+                    String stat = Files.readString(proc.resolve("stat"));
+                    char state = stat.charAt(stat.lastIndexOf(')') + 2);
+                    if (state != 'Z' && List.of(cmdline.split("\0")).contains(paths.instanceConfig().toString())) {
+                        pids.add(Long.parseLong(proc.getFileName().toString()));
+                    }
+                } catch (IOException | RuntimeException e) {
+                    // gone meanwhile
+                }
+            }
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
+        return pids;
+    }
+
+    // ---- libvirt through virsh, as a user would ----------------------------------------------------
+
+    private static String define(String name) throws IOException {
+        Path xml = workDir.resolve(name + ".xml");
+        Files.writeString(xml, "<domain type='qemu'><name>" + name + "</name><memory unit='MiB'>64</memory>"
+                + "<os><type arch='x86_64' machine='pc'>hvm</type></os>"
+                + "<devices><emulator>/usr/bin/qemu-system-x86_64</emulator><memballoon model='none'/></devices></domain>");
+        virsh("define", xml.toString());
+        return virsh("domuuid", name).trim();
+    }
+
+    private static ShmemDevice device(String name) {
+        try {
+            return DomainXml.parse(virsh("dumpxml", "--inactive", name)).currentShmem();
+        } catch (Exception | AssertionError e) {
+            return null;
+        }
+    }
+
+    private static void removeTestDomains() {
+        Result list = run(List.of("virsh", "-c", URI, "list", "--all", "--name"));
+        for (String line : list.output.split("\n")) {
+            String name = line.trim();
+            if (name.startsWith(PREFIX)) {
+                run(List.of("virsh", "-c", URI, "destroy", name));
+                run(List.of("virsh", "-c", URI, "undefine", name));
+            }
+        }
+    }
+
+    private record Result(int status, String output) {
+    }
+
+    private static Result run(List<String> command) {
+        try {
+            Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+            process.getOutputStream().close();
+            String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!process.waitFor(WAIT_MS, TimeUnit.MILLISECONDS)) {
+                process.destroyForcibly();
+                return new Result(-1, String.join(" ", command) + ": timed out");
+            }
+            return new Result(process.exitValue(), output);
+        } catch (IOException e) {
+            return new Result(-1, e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Result(-1, "interrupted");
+        }
+    }
+
+    private static String virsh(String... args) {
+        List<String> command = new ArrayList<>(List.of("virsh", "-c", URI));
+        command.addAll(List.of(args));
+        Result result = run(command);
+        if (result.status != 0) {
+            throw new AssertionError(String.join(" ", command) + " failed (" + result.status + "): " + result.output.trim());
+        }
+        return result.output;
+    }
+
+    private interface Action {
+        void run(String name) throws Exception;
+    }
+
+    private static void parallel(ExecutorService pool, List<String> names, Action action) throws Exception {
+        List<Future<?>> futures = new ArrayList<>();
+        for (String name : names) {
+            futures.add(pool.submit(() -> {
+                action.run(name);
+                return null;
+            }));
+        }
+        for (Future<?> f : futures) {
+            try {
+                f.get(WAIT_MS, TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.ExecutionException e) {
+                throw e.getCause() instanceof AssertionError a ? a : new AssertionError(e.getCause());
+            }
+        }
+    }
+
+    private static void waitFor(BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + WAIT_MS * 1_000_000;
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                fail("timed out after " + WAIT_MS + " ms waiting until " + what);
+            }
+            Thread.sleep(100);
+        }
+        assertNotNull(what);
+    }
+}

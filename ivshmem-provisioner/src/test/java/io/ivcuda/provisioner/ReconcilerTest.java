@@ -1,0 +1,193 @@
+package io.ivcuda.provisioner;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ivcuda.common.DomainXml;
+import io.ivcuda.common.GpuElement;
+import io.ivcuda.common.HostConfig;
+import io.ivcuda.common.Mode;
+import io.ivcuda.common.ShmemDevice;
+import io.ivcuda.provisioner.Outcome.Action;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.libvirt.Connect;
+import org.libvirt.Domain;
+
+/** Reconciliation against libvirt's test driver: a private, in-memory hypervisor per connection. */
+class ReconcilerTest {
+    @TempDir
+    Path dir;
+    private Connect connection;
+
+    @BeforeEach
+    void open() throws Exception {
+        connection = new Connect("test:///default");
+    }
+
+    @AfterEach
+    void close() throws Exception {
+        // test:///default is one shared in-memory host per process: leave it as we found it.
+        for (Domain d : connection.listAllDomains(0)) {
+            if (!d.getName().equals("test")) {
+                if (d.isActive() == 1) {
+                    d.destroy();
+                }
+                d.undefine();
+            }
+            d.free();
+        }
+        connection.close();
+    }
+
+    private HostConfig host(String text) throws Exception {
+        Path file = dir.resolve("ivcuda.properties");
+        Files.writeString(file, text);
+        return HostConfig.load(List.of(file));
+    }
+
+    static String domainXml(String name, String uuid, String gpuElement) {
+        return "<domain type='test'><name>" + name + "</name><uuid>" + uuid + "</uuid>"
+                + "<memory unit='MiB'>64</memory><os><type>hvm</type></os>"
+                + (gpuElement == null ? "" : "<metadata>" + gpuElement + "</metadata>")
+                + "<devices/></domain>";
+    }
+
+    static String gpu(String attributes) {
+        return "<ivcuda:gpu xmlns:ivcuda='" + GpuElement.NAMESPACE + "' " + attributes + "/>";
+    }
+
+    private void define(String name, String uuid, String gpuElement) throws Exception {
+        connection.domainDefineXML(domainXml(name, uuid, gpuElement)).free();
+    }
+
+    private DomainXml persistent(String name) throws Exception {
+        Domain d = connection.domainLookupByName(name);
+        try {
+            return DomainXml.parse(d.getXMLDesc(Domain.XMLFlags.INACTIVE));
+        } finally {
+            d.free();
+        }
+    }
+
+    private static Map<String, Action> actions(List<Outcome> outcomes) {
+        return outcomes.stream().collect(Collectors.toMap(Outcome::domain, Outcome::action));
+    }
+
+    @Test
+    void reconcileAddsToTaggedDomainsOnlyAndIsIdempotent() throws Exception {
+        HostConfig host = host("defaults.size=64M\n");
+        define("tagged", "00000000-0000-0000-0000-000000000001", gpu(""));
+        define("plainold", "00000000-0000-0000-0000-000000000002", null);
+        String untouchedBefore = connection.domainLookupByName("plainold").getXMLDesc(Domain.XMLFlags.INACTIVE);
+        Reconciler reconciler = new Reconciler(connection, host);
+
+        Map<String, Action> first = actions(reconciler.reconcileAll());
+        assertEquals(Action.ADDED, first.get("tagged"));
+        assertEquals(Action.UNTAGGED, first.get("plainold"));
+        assertEquals(Action.UNTAGGED, first.get("test"), "the test driver's own domain is untagged");
+        ShmemDevice device = persistent("tagged").currentShmem();
+        assertEquals("ivcuda-00000000-0000-0000-0000-000000000001", device.name());
+        assertEquals(Mode.PLAIN, device.mode());
+        assertEquals(64L << 20, device.size());
+        assertEquals(untouchedBefore, connection.domainLookupByName("plainold").getXMLDesc(Domain.XMLFlags.INACTIVE));
+
+        // The echo of our own redefinition: nothing left to do.
+        Map<String, Action> second = actions(reconciler.reconcileAll());
+        assertEquals(Action.UNCHANGED, second.get("tagged"));
+        assertEquals(Action.UNCHANGED, reconciler.reconcile("tagged").action());
+    }
+
+    @Test
+    void elementChangeUpdatesAndRemovalRemoves() throws Exception {
+        HostConfig host = host("");
+        String uuid = "00000000-0000-0000-0000-000000000003";
+        define("vm", uuid, gpu("size='4M'"));
+        Reconciler reconciler = new Reconciler(connection, host);
+        assertEquals(Action.ADDED, reconciler.reconcile("vm").action());
+
+        Domain d = connection.domainLookupByName("vm");
+        d.setMetadata(2, "<gpu mode='doorbell'/>", "ivcuda", GpuElement.NAMESPACE, 2 /* CONFIG */);
+        d.free();
+        assertEquals(Action.UPDATED, reconciler.reconcile("vm").action());
+        ShmemDevice device = persistent("vm").currentShmem();
+        assertEquals(Mode.DOORBELL, device.mode());
+        assertEquals(Path.of("/run/ivcuda/ivcuda-" + uuid + ".sock"), device.socket());
+        assertEquals(1, DomainXml.children(persistentDevices("vm"), "shmem").size(), "exactly one <shmem>");
+
+        d = connection.domainLookupByName("vm");
+        d.setMetadata(2, null, null, GpuElement.NAMESPACE, 2);
+        d.free();
+        assertFalse(persistent("vm").isTagged());
+        assertEquals(Action.REMOVED, reconciler.reconcile("vm").action());
+        assertNull(persistent("vm").currentShmem());
+        assertEquals(Action.UNTAGGED, reconciler.reconcile("vm").action());
+    }
+
+    private org.w3c.dom.Element persistentDevices(String name) throws Exception {
+        Domain d = connection.domainLookupByName(name);
+        String xml = d.getXMLDesc(Domain.XMLFlags.INACTIVE);
+        d.free();
+        var factory = javax.xml.parsers.DocumentBuilderFactory.newInstance();
+        var doc = factory.newDocumentBuilder().parse(new org.xml.sax.InputSource(new java.io.StringReader(xml)));
+        return DomainXml.child(doc.getDocumentElement(), "devices");
+    }
+
+    @Test
+    void quotaThatDoesNotFitIsRefusedAndLeftAlone() throws Exception {
+        HostConfig host = host("gpu.0.capacity=8G\ngpu.1.capacity=4G\n");
+        define("a", "00000000-0000-0000-0000-00000000000a", gpu("quota='6G'"));
+        define("b", "00000000-0000-0000-0000-00000000000b", gpu("quota='3G'"));
+        define("c", "00000000-0000-0000-0000-00000000000c", gpu("device='1' quota='3G'"));
+        define("d", "00000000-0000-0000-0000-00000000000d", gpu("quota='2G'"));
+        Reconciler reconciler = new Reconciler(connection, host);
+        List<Outcome> outcomes = reconciler.reconcileAll();
+        Map<String, Action> result = actions(outcomes);
+        assertEquals(Action.ADDED, result.get("a"));
+        assertEquals(Action.REFUSED, result.get("b"), "6G + 3G exceeds GPU 0's 8G");
+        assertEquals(Action.ADDED, result.get("c"), "GPU 1 has its own capacity");
+        assertEquals(Action.ADDED, result.get("d"), "6G + 2G fits exactly");
+        assertNull(persistent("b").currentShmem());
+        String reason = outcomes.stream().filter(o -> o.domain().equals("b")).findFirst().orElseThrow().detail();
+        assertTrue(reason.contains("does not fit on GPU 0") && reason.contains("8 GiB"), reason);
+
+        // Provisioned domains keep their place: reconciling again refuses b again, changes nothing else.
+        Map<String, Action> again = actions(reconciler.reconcileAll());
+        assertEquals(Action.UNCHANGED, again.get("a"));
+        assertEquals(Action.REFUSED, again.get("b"));
+        assertEquals(Action.UNCHANGED, again.get("d"));
+    }
+
+    @Test
+    void badElementIsNamedAndTheDomainLeftAsItWas() throws Exception {
+        HostConfig host = host("");
+        define("vm", "00000000-0000-0000-0000-000000000004", gpu("size='64M'"));
+        Reconciler reconciler = new Reconciler(connection, host);
+        reconciler.reconcile("vm");
+        String before = connection.domainLookupByName("vm").getXMLDesc(Domain.XMLFlags.INACTIVE);
+        for (String bad : new String[] {"size='3M'", "mode='turbo'", "device='7'", "device='GPU-12345678-abcd'", "flavour='x'"}) {
+            Domain d = connection.domainLookupByName("vm");
+            d.setMetadata(2, "<gpu " + bad + "/>", "ivcuda", GpuElement.NAMESPACE, 2);
+            d.free();
+            Outcome outcome = reconciler.reconcile("vm");
+            String attribute = bad.substring(0, bad.indexOf('='));
+            assertEquals(Action.INVALID, outcome.action(), bad);
+            assertTrue(outcome.detail().contains("domain 'vm'") && outcome.detail().contains(attribute + "="), outcome.detail());
+            String after = connection.domainLookupByName("vm").getXMLDesc(Domain.XMLFlags.INACTIVE);
+            assertEquals(stripMetadata(before), stripMetadata(after), "only the user's own metadata edit differs");
+        }
+    }
+
+    private static String stripMetadata(String xml) {
+        return xml.replaceAll("(?s)<metadata>.*</metadata>", "");
+    }
+}

@@ -1,0 +1,100 @@
+package io.ivcuda.hook;
+
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.GroupPrincipal;
+import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.nio.file.attribute.UserPrincipal;
+import java.nio.file.attribute.UserPrincipalLookupService;
+import java.nio.file.attribute.UserPrincipalNotFoundException;
+
+/**
+ * The VM's shared-memory file ({@code /dev/shm/ivcuda-U}). Created before QEMU starts with the exact
+ * size (QEMU refuses a file of another size) and an owner QEMU can open: mode 0660, owner the server
+ * user, group the QEMU group. Readiness is read from its header (docs/protocol.md §2).
+ */
+final class RegionFile {
+    static final long MAGIC = 0x3130414455435649L;
+    static final int OFFSET_MAGIC = 0x00;
+    static final int OFFSET_SERVER_STATE = 0x18;
+    static final int OFFSET_SERVER_MESSAGE = 0x100;
+    static final int STATE_READY = 1;
+
+    /** What the hook reads from a server's header: enough to know whether it is ready, or why not. */
+    record Header(long magic, int serverState, String serverMessage) {
+        boolean isReady() {
+            return magic == MAGIC && serverState == STATE_READY;
+        }
+    }
+
+    private RegionFile() {
+    }
+
+    static void create(Path path, long size, String ownerUser, String group) throws HookException {
+        try {
+            UserPrincipalLookupService lookup = path.getFileSystem().getUserPrincipalLookupService();
+            UserPrincipal owner = lookupUser(lookup, ownerUser);
+            GroupPrincipal groupPrincipal = lookupGroup(lookup, group);
+            Files.createDirectories(path.getParent());
+            Files.deleteIfExists(path);
+            Files.createFile(path);
+            // Sparse: tmpfs allocates pages only when server or guest touch them.
+            try (RandomAccessFile file = new RandomAccessFile(path.toFile(), "rw")) {
+                file.setLength(size);
+            }
+            PosixFileAttributeView view = Files.getFileAttributeView(path, PosixFileAttributeView.class);
+            view.setOwner(owner);
+            view.setGroup(groupPrincipal);
+            // After chown: chown may clear mode bits on some filesystems.
+            Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-rw----"));
+        } catch (IOException e) {
+            throw new HookException("cannot create the region file " + path + ": " + e.getMessage(), e);
+        }
+    }
+
+    static UserPrincipal lookupUser(UserPrincipalLookupService lookup, String user) throws HookException, IOException {
+        try {
+            return lookup.lookupPrincipalByName(user);
+        } catch (UserPrincipalNotFoundException e) {
+            throw new HookException("host configuration: server.user='" + user + "': no such user");
+        }
+    }
+
+    static GroupPrincipal lookupGroup(UserPrincipalLookupService lookup, String group) throws HookException, IOException {
+        try {
+            return lookup.lookupPrincipalByGroupName(group);
+        } catch (UserPrincipalNotFoundException e) {
+            throw new HookException("host configuration: qemu.group='" + group + "': no such group");
+        }
+    }
+
+    /** Reads the header; a file that is missing or shorter than a header reads as not ready. */
+    static Header read(Path path) {
+        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
+            ByteBuffer buffer = ByteBuffer.allocate(OFFSET_SERVER_MESSAGE + 256).order(ByteOrder.LITTLE_ENDIAN);
+            while (buffer.hasRemaining() && channel.read(buffer) > 0) {
+                // fill
+            }
+            if (buffer.position() < OFFSET_SERVER_STATE + 4) {
+                return new Header(0, 0, "");
+            }
+            long magic = buffer.getLong(OFFSET_MAGIC);
+            int state = buffer.getInt(OFFSET_SERVER_STATE);
+            StringBuilder message = new StringBuilder();
+            for (int i = OFFSET_SERVER_MESSAGE; i < buffer.position() && buffer.get(i) != 0; i++) {
+                char c = (char) (buffer.get(i) & 0xff);
+                message.append(c >= 0x20 && c < 0x7f ? c : '?');
+            }
+            return new Header(magic, state, message.toString());
+        } catch (IOException e) {
+            return new Header(0, 0, "");
+        }
+    }
+}

@@ -1,0 +1,26 @@
+package io.ivcuda.hook;
+
+import io.ivcuda.common.InstancePaths;
+
+/** Starts, watches and stops one VM's cuda-server: under systemd, or directly with a pidfile. */
+interface ServerLauncher {
+
+    /** A started server the hook waits on until its header says READY. */
+    interface Started {
+        /** Null while the server runs, else how it ended (e.g. "exited with status 2"). */
+        String exitDescription();
+    }
+
+    Started start(InstancePaths paths) throws HookException;
+
+    boolean isRunning(InstancePaths paths);
+
+    /** Stops the server if it runs; bounded in time; never throws. */
+    void stop(InstancePaths paths);
+
+    /** The last lines the server logged, for the user's error message. */
+    String logTail(InstancePaths paths, int lines);
+
+    /** Where the server's log is, for messages. */
+    String logLocation(InstancePaths paths);
+}

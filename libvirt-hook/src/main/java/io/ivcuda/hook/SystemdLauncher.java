@@ -1,0 +1,97 @@
+package io.ivcuda.hook;
+
+import io.ivcuda.common.HostConfig;
+import io.ivcuda.common.InstancePaths;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+/**
+ * Supervision by systemd: {@code ivcuda-server@U.service} (templates/ivcuda-server@.service) runs the
+ * server with the host and instance configurations; its log is in the journal. systemd never calls
+ * libvirt, so asking it from a hook cannot deadlock.
+ */
+final class SystemdLauncher implements ServerLauncher {
+    private static final Logger LOG = LogManager.getLogger(SystemdLauncher.class);
+    private static final long COMMAND_TIMEOUT_MS = 15_000;
+
+    private final HostConfig host;
+
+    SystemdLauncher(HostConfig host) {
+        this.host = host;
+    }
+
+    @Override
+    public Started start(InstancePaths paths) throws HookException {
+        // A failed earlier run would make systemd refuse or rate-limit: clear it first.
+        run("systemctl", "reset-failed", paths.systemdUnit());
+        Result result = run("systemctl", "start", paths.systemdUnit());
+        if (result.status != 0) {
+            throw new HookException("systemctl start " + paths.systemdUnit() + " failed: " + result.output.trim());
+        }
+        LOG.info("started {}", paths.systemdUnit());
+        long[] lastCheck = {0};
+        String[] ended = {null};
+        return () -> {
+            // systemctl is a process per call: ask at most twice a second.
+            long now = System.nanoTime();
+            if (ended[0] == null && now - lastCheck[0] > 500_000_000L) {
+                lastCheck[0] = now;
+                String state = run("systemctl", "is-active", paths.systemdUnit()).output.trim();
+                if (!state.equals("active") && !state.equals("activating")) {
+                    ended[0] = "is " + state;
+                }
+            }
+            return ended[0];
+        };
+    }
+
+    @Override
+    public boolean isRunning(InstancePaths paths) {
+        return run("systemctl", "is-active", "--quiet", paths.systemdUnit()).status == 0;
+    }
+
+    @Override
+    public void stop(InstancePaths paths) {
+        Result result = run("systemctl", "stop", paths.systemdUnit());
+        if (result.status != 0) {
+            LOG.warn("systemctl stop {}: {}", paths.systemdUnit(), result.output.trim());
+        }
+    }
+
+    @Override
+    public String logTail(InstancePaths paths, int lines) {
+        return run("journalctl", "--no-pager", "-o", "cat", "-n", Integer.toString(lines), "-u", paths.systemdUnit()).output;
+    }
+
+    @Override
+    public String logLocation(InstancePaths paths) {
+        return "journalctl -u " + paths.systemdUnit();
+    }
+
+    private record Result(int status, String output) {
+    }
+
+    private static Result run(String... command) {
+        try {
+            Process process = new ProcessBuilder(new ArrayList<>(List.of(command)))
+                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+                    .redirectErrorStream(true).start();
+            byte[] out = process.getInputStream().readNBytes(64 * 1024);
+            if (!process.waitFor(COMMAND_TIMEOUT_MS, TimeUnit.MILLISECONDS)) {
+                process.destroyForcibly();
+                return new Result(-1, String.join(" ", command) + " did not finish within " + COMMAND_TIMEOUT_MS + " ms");
+            }
+            return new Result(process.exitValue(), new String(out, StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            return new Result(-1, e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Result(-1, "interrupted");
+        }
+    }
+}

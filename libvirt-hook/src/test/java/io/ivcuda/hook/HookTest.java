@@ -1,0 +1,210 @@
+package io.ivcuda.hook;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ivcuda.common.HostConfig;
+import io.ivcuda.common.InstancePaths;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
+import java.util.Properties;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The hook fed saved domain XML for every operation, with the server command pointed at the
+ * {@link StandInCudaServer test stand-in} (a real process, started detached as in production).
+ */
+class HookTest {
+    static final String TAGGED_UUID = "6f1e2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b";
+    private static final String[] ALL_OPERATIONS = {
+        "prepare begin", "start begin", "started begin", "stopped end", "release end",
+        "reconnect begin", "migrate begin", "restore begin"};
+
+    @TempDir
+    Path dir;
+    private Path runtime;
+    private Path shm;
+    private final ByteArrayOutputStream userOutput = new ByteArrayOutputStream();
+    private HostConfig host;
+    private InstancePaths paths;
+
+    static String domain(String name) throws IOException {
+        try (InputStream in = HookTest.class.getResourceAsStream("/domains/" + name + ".xml")) {
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+    }
+
+    static String standInCommand() {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        return java + " -Xmx32m -cp " + System.getProperty("java.class.path") + " " + StandInCudaServer.class.getName();
+    }
+
+    @BeforeEach
+    void setUp() throws Exception {
+        runtime = dir.resolve("run");
+        shm = dir.resolve("shm");
+        useConfig("");
+    }
+
+    private void useConfig(String extra) throws Exception {
+        Path config = dir.resolve("ivcuda.properties");
+        String group = Files.readAttributes(dir, java.nio.file.attribute.PosixFileAttributes.class).group().getName();
+        Files.writeString(config, "runtime.dir=" + runtime + "\nshm.dir=" + shm + "\nlog.dir=" + dir.resolve("log")
+                + "\nserver.user=" + System.getProperty("user.name") + "\nqemu.group=" + group
+                + "\nserver.launch=direct\nserver.ready.timeout.ms=20000\nserver.stop.timeout.ms=5000"
+                + "\nserver.command=" + standInCommand().replace("\\", "\\\\") + "\nbackend=host-memory\nregion.path=/elsewhere\n");
+        // A second file overrides the first, as an admin's drop-in would.
+        Path override = dir.resolve("override.properties");
+        Files.writeString(override, extra);
+        host = HostConfig.load(List.of(config, override));
+        paths = InstancePaths.of(TAGGED_UUID, host);
+    }
+
+    @AfterEach
+    void stopLeftovers() {
+        new DirectLauncher(host).stop(paths);
+    }
+
+    private int hook(String operation, String xmlName) throws IOException {
+        String[] words = operation.split(" ");
+        String name = xmlName.startsWith("untagged") ? "plainvm" : "gpuvm";
+        Hook hook = new Hook(host, new DirectLauncher(host), new PrintStream(userOutput, true, StandardCharsets.UTF_8));
+        return hook.run(new String[] {name, words[0], words[1], "-"}, domain(xmlName));
+    }
+
+    private String told() {
+        return userOutput.toString(StandardCharsets.UTF_8);
+    }
+
+    private boolean serverRunning() {
+        return !ServerProcesses.find(paths.instanceConfig()).isEmpty();
+    }
+
+    @Test
+    void untaggedDomainIsLeftAloneInEveryOperation() throws Exception {
+        for (String operation : ALL_OPERATIONS) {
+            assertEquals(0, hook(operation, "untagged"), operation);
+        }
+        assertFalse(Files.exists(runtime), "nothing created for an untagged domain");
+        assertFalse(Files.exists(shm));
+        assertEquals("", told());
+    }
+
+    @Test
+    void taggedDomainLifecycle() throws Exception {
+        assertEquals(0, hook("prepare begin", "tagged"), told());
+        Path region = shm.resolve("ivcuda-" + TAGGED_UUID);
+        assertEquals(4L << 20, Files.size(region));
+        assertEquals("rw-rw----", PosixFilePermissions.toString(Files.getPosixFilePermissions(region)));
+        assertTrue(RegionFile.read(region).isReady(), "prepare returns only once the header says READY");
+        assertTrue(serverRunning());
+
+        Properties instance = new Properties();
+        try (var reader = Files.newBufferedReader(paths.instanceConfig())) {
+            instance.load(reader);
+        }
+        assertEquals(region.toString(), instance.getProperty("region.path"));
+        assertEquals("host-memory", instance.getProperty("backend"), "server keys of the host file are handed on");
+        assertEquals(null, instance.getProperty("server.user"), "lifecycle keys are not (the server would refuse them)");
+        assertEquals(Long.toString(4L << 20), instance.getProperty("region.size"));
+        assertEquals("plain", instance.getProperty("mode"));
+        assertEquals("0", instance.getProperty("gpu"));
+        assertEquals("0", instance.getProperty("memory.quota"));
+        assertEquals(TAGGED_UUID, instance.getProperty("domain.uuid"));
+        assertEquals("gpuvm", instance.getProperty("domain.name"));
+        assertEquals(runtime.resolve(TAGGED_UUID + ".pid").toString(), instance.getProperty("pidfile"));
+        assertEquals(runtime.resolve("ivcuda-" + TAGGED_UUID + ".sock").toString(), instance.getProperty("doorbell.socket"));
+        // The server writes its pidfile after it is READY (docs/architecture.md): it may lag a little.
+        for (int i = 0; i < 250 && !Files.exists(paths.pidfile()); i++) {
+            Thread.sleep(20);
+        }
+        long pid = Long.parseLong(Files.readString(paths.pidfile()).trim());
+        assertEquals(List.of(pid), ServerProcesses.find(paths.instanceConfig()), "the pidfile names the server we find");
+
+        for (String operation : new String[] {"start begin", "started begin", "reconnect begin"}) {
+            assertEquals(0, hook(operation, "tagged"), operation);
+        }
+        assertTrue(serverRunning());
+        assertEquals(0, hook("stopped end", "tagged"));
+        assertEquals(0, hook("release end", "tagged"));
+        assertFalse(serverRunning(), "release stops the server");
+        assertFalse(Files.exists(region));
+        assertFalse(Files.exists(paths.instanceConfig()));
+        assertFalse(Files.exists(paths.pidfile()));
+        assertFalse(Files.exists(paths.doorbellSocket()));
+        try (Stream<Path> left = Files.list(runtime)) {
+            assertEquals(List.of(), left.toList(), "nothing left in the runtime directory");
+        }
+        assertEquals("", told(), "a good start and stop says nothing to the user");
+    }
+
+    @Test
+    void missingDeviceIsRefusedWithAClearMessage() throws Exception {
+        assertEquals(1, hook("prepare begin", "tagged-without-shmem"));
+        assertTrue(told().contains("domain 'gpuvm'") && told().contains("ivshmem-provisioner provision gpuvm"), told());
+        assertFalse(Files.exists(shm.resolve("ivcuda-" + TAGGED_UUID)));
+        assertFalse(serverRunning());
+    }
+
+    @Test
+    void badElementIsRefusedNamingTheAttribute() throws Exception {
+        assertEquals(1, hook("prepare begin", "tagged-bad-attribute"));
+        assertTrue(told().contains("domain 'gpuvm'") && told().contains("colour='blue'"), told());
+        assertFalse(serverRunning());
+    }
+
+    @Test
+    void serverThatDiesBeforeReadyFailsTheStartWithItsLog() throws Exception {
+        useConfig("standin.behaviour=exit\n");
+        assertEquals(1, hook("prepare begin", "tagged"));
+        assertTrue(told().contains("exited with status 1 before it was ready"), told());
+        assertTrue(told().contains("failing on purpose"), "the log tail is shown: " + told());
+        assertFalse(Files.exists(shm.resolve("ivcuda-" + TAGGED_UUID)), "cleaned up");
+        assertFalse(Files.exists(paths.instanceConfig()), "cleaned up");
+    }
+
+    @Test
+    void serverThatNeverGetsReadyTimesOutAndIsStopped() throws Exception {
+        useConfig("standin.behaviour=hang\nserver.ready.timeout.ms=1500\n");
+        assertEquals(1, hook("prepare begin", "tagged"));
+        assertTrue(told().contains("not ready within 1500 ms (server.ready.timeout.ms)"), told());
+        assertTrue(told().contains("behaviour hang"), "the log tail is shown: " + told());
+        assertFalse(serverRunning(), "the hung server was stopped");
+        assertFalse(Files.exists(shm.resolve("ivcuda-" + TAGGED_UUID)));
+    }
+
+    @Test
+    void reconnectAlwaysSucceedsButSaysWhenTheServerIsGone() throws Exception {
+        assertEquals(0, hook("reconnect begin", "tagged"));
+        assertTrue(told().contains("cuda-server is not running"), told());
+    }
+
+    @Test
+    void migrateAndRestoreOfTaggedDomainsAreRefused() throws Exception {
+        assertEquals(1, hook("migrate begin", "tagged"));
+        assertTrue(told().contains("migrating a domain with ivcuda GPU sharing is not supported"), told());
+        assertEquals(1, hook("restore begin", "tagged"));
+        assertTrue(told().contains("restoring a saved domain with ivcuda GPU sharing is not supported"), told());
+        assertEquals(0, hook("migrate begin", "untagged"));
+        assertEquals(0, hook("restore begin", "untagged"));
+    }
+
+    @Test
+    void unreadableHostConfigurationIsNamed() {
+        var e = org.junit.jupiter.api.Assertions.assertThrows(io.ivcuda.common.IvcudaConfigException.class,
+                () -> HostConfig.load(List.of(dir.resolve("absent.properties"))));
+        assertTrue(e.getMessage().contains("absent.properties"), e.getMessage());
+    }
+}

@@ -1,0 +1,65 @@
+package io.ivcuda.hook;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The shell launcher qemu.d/50-ivcuda: filters untagged domains before any JVM, hands tagged ones on. */
+class LauncherScriptTest {
+    @TempDir
+    Path dir;
+
+    private record Run(int status, String stdout, String stderr) {
+    }
+
+    private Run launch(String xml, Path fakeJava, String... args) throws Exception {
+        String script = System.getProperty("ivcuda.hook.launcher");
+        ProcessBuilder builder = new ProcessBuilder(new java.util.ArrayList<>(java.util.List.of("sh", script)));
+        builder.command().addAll(java.util.List.of(args));
+        builder.environment().put("IVCUDA_JAVA", fakeJava.toString());
+        builder.environment().put("IVCUDA_HOME", dir.toString());
+        Path out = dir.resolve("stdout");
+        Path err = dir.resolve("stderr");
+        builder.redirectOutput(out.toFile()).redirectError(err.toFile());
+        Process process = builder.start();
+        process.getOutputStream().write(xml.getBytes(StandardCharsets.UTF_8));
+        process.getOutputStream().close();
+        int status = process.waitFor();
+        return new Run(status, Files.readString(out), Files.readString(err));
+    }
+
+    private Path fakeJava() throws Exception {
+        Path fake = dir.resolve("fake-java");
+        Files.writeString(fake, "#!/bin/sh\necho \"args: $*\" > " + dir.resolve("args") + "\ncat > " + dir.resolve("stdin")
+                + "\necho 'this would be stdout'\nexit 7\n");
+        Files.setPosixFilePermissions(fake, PosixFilePermissions.fromString("rwxr-xr-x"));
+        return fake;
+    }
+
+    @Test
+    void untaggedDomainNeverStartsAJvm() throws Exception {
+        Run run = launch(HookTest.domain("untagged"), fakeJava(), "plainvm", "prepare", "begin", "-");
+        assertEquals(0, run.status);
+        assertFalse(Files.exists(dir.resolve("args")), "no JVM for an untagged domain");
+        assertEquals("", run.stdout);
+    }
+
+    @Test
+    void taggedDomainIsHandedToTheJavaHookWithItsXml() throws Exception {
+        String xml = HookTest.domain("tagged");
+        Run run = launch(xml, fakeJava(), "gpuvm", "prepare", "begin", "-");
+        assertEquals(7, run.status, "the Java hook's status is the hook's status");
+        String args = Files.readString(dir.resolve("args"));
+        assertTrue(args.contains("-jar " + dir.resolve("libvirt-hook.jar") + " gpuvm prepare begin -"), args);
+        assertEquals(xml.strip(), Files.readString(dir.resolve("stdin")).strip(), "the domain XML arrives unchanged");
+        assertEquals("", run.stdout, "nothing reaches libvirt's stdout");
+        assertTrue(run.stderr.contains("this would be stdout"));
+    }
+}

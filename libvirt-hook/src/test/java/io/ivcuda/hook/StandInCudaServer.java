@@ -1,0 +1,95 @@
+package io.ivcuda.hook;
+
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.io.Reader;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Properties;
+
+/**
+ * TEST STAND-IN for cuda-server, never part of the product: it honours only the parts of the
+ * command-line contract (docs/architecture.md) that the hook relies on — {@code --config} files in
+ * order, {@code --set}, exit 2 on a configuration error, a READY header in {@code region.path}, the
+ * pidfile, and exit 0 on SIGTERM. Used by the hook's unit tests and, only when explicitly selected
+ * ({@code IVCUDA_IT_SERVER=standin}), by the lifecycle integration test.
+ * The test-only key {@code standin.behaviour} = {@code ready} (default), {@code exit} (dies before
+ * ready) or {@code hang} (never ready) lets tests provoke the hook's failure paths.
+ */
+public final class StandInCudaServer {
+    private StandInCudaServer() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Properties config = new Properties();
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--config") && i + 1 < args.length) {
+                try (Reader reader = Files.newBufferedReader(Path.of(args[++i]), StandardCharsets.ISO_8859_1)) {
+                    config.load(reader);
+                } catch (IOException e) {
+                    System.err.println("stand-in: cannot read --config " + args[i] + ": " + e.getMessage());
+                    System.exit(2);
+                }
+            } else if (args[i].equals("--set") && i + 1 < args.length) {
+                String[] kv = args[++i].split("=", 2);
+                config.setProperty(kv[0], kv.length > 1 ? kv[1] : "");
+            } else {
+                System.err.println("stand-in: unknown argument " + args[i]);
+                System.exit(2);
+            }
+        }
+        String regionPath = config.getProperty("region.path");
+        if (regionPath == null) {
+            System.err.println("stand-in: region.path is required");
+            System.exit(2);
+        }
+        long size = Long.parseLong(config.getProperty("region.size", "268435456").trim());
+        String behaviour = config.getProperty("standin.behaviour", "ready").trim();
+        System.err.println("stand-in: starting for " + config.getProperty("domain.name") + " behaviour " + behaviour);
+        if (behaviour.equals("exit")) {
+            System.err.println("stand-in: failing on purpose before ready");
+            System.exit(1);
+        }
+        if (behaviour.equals("hang")) {
+            Thread.sleep(Long.MAX_VALUE);
+        }
+        Path pidfile = config.getProperty("pidfile") == null ? null : Path.of(config.getProperty("pidfile"));
+        try (RandomAccessFile region = new RandomAccessFile(regionPath, "rw")) {
+            if (region.length() != 0 && region.length() != size) {
+                System.err.println("stand-in: region.path " + regionPath + " has size " + region.length() + ", expected " + size);
+                System.exit(2);
+            }
+            region.setLength(size);
+            ByteBuffer header = ByteBuffer.allocate(0x80).order(ByteOrder.LITTLE_ENDIAN);
+            header.putLong(0x00, RegionFile.MAGIC);
+            header.putInt(0x08, 1);
+            header.putInt(0x0C, 4096);
+            header.putLong(0x10, size);
+            header.putLong(0x48, 4096);
+            header.putLong(0x60, size / 2); // pool_offset: the second half of the region
+            header.putLong(0x68, size / 2);
+            region.seek(0);
+            region.write(header.array());
+            // server_state last, as the protocol demands.
+            region.seek(RegionFile.OFFSET_SERVER_STATE);
+            region.write(new byte[] {RegionFile.STATE_READY, 0, 0, 0});
+        }
+        if (pidfile != null) {
+            Files.writeString(pidfile, ProcessHandle.current().pid() + "\n");
+        }
+        System.err.println("stand-in: READY");
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            try {
+                if (pidfile != null) {
+                    Files.deleteIfExists(pidfile);
+                }
+            } catch (IOException e) {
+                // exiting anyway
+            }
+        }));
+        Thread.sleep(Long.MAX_VALUE);
+    }
+}
