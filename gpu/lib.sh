@@ -230,6 +230,15 @@ start_server() {
         return 1
     fi
     rm -f "$REGION_PATH"
+    # A container's /dev/shm is often 64 MiB: a region that does not fit would SIGBUS
+    # when touched, so it moves to a plain file (slower page cache, same semantics).
+    local shm_free
+    shm_free=$(df -B1 --output=avail "$(dirname "$REGION_PATH")" 2>/dev/null | tail -1 | tr -d ' ')
+    if [ -n "$shm_free" ] && [ "$shm_free" -lt $((REGION_SIZE + (64 << 20))) ]; then
+        log "server: only $shm_free bytes free in $(dirname "$REGION_PATH"); region moves to $BUILD_DIR/ivcuda-region"
+        REGION_PATH=$BUILD_DIR/ivcuda-region
+        rm -f "$REGION_PATH"
+    fi
     # shellcheck disable=SC2086 # SERVER_EXTRA_ARGS is a list of --set options on purpose
     timeout -s TERM -k 10 "$max_s" java -jar "$SERVER_JAR" --set "region.path=$REGION_PATH" \
         --set "region.size=$REGION_SIZE" "$@" $SERVER_EXTRA_ARGS >>"$OUT/logs/server.log" 2>&1 &
