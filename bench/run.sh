@@ -61,11 +61,7 @@ log "ivcuda benchmarks, OUT=$OUT, BUILD_DIR=$BUILD_DIR, dry run=$DRY_RUN"
 : >"$OUT/logs/ldd-ivcuda.log"
 build_tools || { log "building gpu/tools failed"; exit 1; }
 build_kernels "$KERNELS" "$REPO_ROOT/bench/kernels/bench.cu" "$REPO_ROOT/gpu/kernels/matmul.cu" || exit 1
-if [ "$DRY_RUN" = 1 ]; then
-    choose_libcuda_link allow-stub
-else
-    choose_libcuda_link || exit 1
-fi
+choose_libcuda_link
 SOURCES=()
 for b in "${BENCHES[@]}"; do SOURCES+=("$REPO_ROOT/bench/programs/$b.c"); done
 build_programs "$REPO_ROOT/gpu/programs" "$BIN" "${SOURCES[@]}" || { log "building the benchmarks failed"; exit 1; }

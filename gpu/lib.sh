@@ -16,6 +16,7 @@
 #   SERVER_JAR             [cuda-server/target/cuda-server.jar]
 #   SERVER_EXTRA_ARGS      more `--set key=value` for the server (word-split)
 #   PROGRAM_TIMEOUT_S      per program run [120]
+#   LIBCUDA_LINK_DIR       a directory with a libcuda.so to link against [the toolkit's stubs]
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-$REPO_ROOT/out}
@@ -102,16 +103,16 @@ build_kernels() {
 }
 
 # How the programs link libcuda.so.1: the toolkit's stub (SONAME libcuda.so.1), else
-# the driver's library itself. Either way the binary records NEEDED libcuda.so.1,
-# so LD_LIBRARY_PATH decides at run time whose library it gets.
-# With $1 = allow-stub and neither present (a machine without the driver), a stub
-# is made from the programs' undefined cu* symbols so linking can be checked.
+# the driver's library itself, else a stub generated from the programs' undefined cu*
+# symbols. Any of them is fine: the binary records only NEEDED libcuda.so.1 (the
+# driver's library has no symbol versions), so LD_LIBRARY_PATH decides at run time
+# whether it gets NVIDIA's library or ivcuda's.
 choose_libcuda_link() {
-    local allow_stub=${1:-} dir
-    for dir in "$CUDA_HOME/lib64/stubs" "$CUDA_HOME/targets/x86_64-linux/lib/stubs" "$CUDA_HOME/lib/stubs"; do
+    local dir
+    for dir in ${LIBCUDA_LINK_DIR:+"$LIBCUDA_LINK_DIR"} "$CUDA_HOME/lib64/stubs" "$CUDA_HOME/targets/x86_64-linux/lib/stubs" "$CUDA_HOME/lib/stubs"; do
         if [ -f "$dir/libcuda.so" ]; then
             LINK_FLAGS=(-L"$dir" -lcuda)
-            log "linking against the toolkit stub $dir/libcuda.so"
+            log "linking against $dir/libcuda.so"
             return 0
         fi
     done
@@ -122,16 +123,12 @@ choose_libcuda_link() {
         log "linking against the driver's $driver_lib"
         return 0
     fi
-    if [ "$allow_stub" != allow-stub ]; then
-        log "no libcuda to link against (no toolkit stub, no driver)"
-        return 1
-    fi
     LINK_FLAGS=()
-    log "no libcuda here: linking against a generated stub (dry run only)"
+    log "no toolkit stub and no driver library: linking against a generated stub"
 }
 
 # A libcuda.so.1 whose every function returns CUDA_ERROR_NOT_SUPPORTED, made from the
-# cu* symbols the objects in $2.. need, in directory $1. Only for dry runs.
+# cu* symbols the objects in $2.. need, in directory $1: only for linking.
 make_stub_libcuda() {
     local dest=$1 sym
     shift
