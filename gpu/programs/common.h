@@ -32,14 +32,6 @@ static inline void ck_fail(CUresult r, const char *call, const char *file, int l
         if (ck_r_ != CUDA_SUCCESS) ck_fail(ck_r_, #call, __FILE__, __LINE__);     \
     } while (0)
 
-/* Checks a call that must fail with a given result (error propagation). */
-#define CK_EXPECT(expected, call)                                                  \
-    do {                                                                           \
-        CUresult ck_r_ = (call);                                                   \
-        if (ck_r_ != (expected)) ck_fail(ck_r_, #call " (expected " #expected ")", \
-                                         __FILE__, __LINE__);                      \
-    } while (0)
-
 static inline const char *result_name(CUresult r)
 {
     const char *name = NULL;
