@@ -55,7 +55,7 @@ bounded_timeout() {
 
 # One line for the table: "ok", or why not, from rc and the program's FAIL line.
 verdict() {
-    local rc=$1 prefix=$2 first_fail
+    local rc=$1 prefix=$2 first_fail guest_says
     case "$rc" in
         0) echo "ok" ;;
         skipped*) echo "$rc" ;;
@@ -64,6 +64,9 @@ verdict() {
             first_fail=$(grep -m1 -E 'FAIL|WRONG' "$prefix.out" 2>/dev/null)
             [ -n "$first_fail" ] || first_fail=$(grep -v '^ *$' "$prefix.err" 2>/dev/null | tail -1)
             first_fail=$(printf '%s' "$first_fail" | cut -c1-160 | tr '|' '/')
+            # The guest library explains refusals (handshake, region) on stderr as "ivcuda: ...".
+            guest_says=$(grep -m1 '^ivcuda:' "$prefix.err" 2>/dev/null | cut -c1-200 | tr '|' '/')
+            [ -n "$guest_says" ] && first_fail="$first_fail; $guest_says"
             echo "failed rc=$rc${first_fail:+: $first_fail}"
             ;;
     esac
@@ -112,6 +115,15 @@ if [ "$DRY_RUN" = 1 ]; then
     fi
     if [ "$JAVA_OK" = 1 ] && [ -f "$SERVER_JAR" ]; then
         if start_server 60 --set backend=host-memory; then
+            # Transport smoke, for information only: the handshake and the first calls
+            # through the region (the test backend has no GPU, so kernels cannot run).
+            if [ "$GUEST_OK" = 1 ] && [ -x "$BIN/queries" ]; then
+                PROGRAM_TIMEOUT_S=30 run_program ivcuda "$BIN/queries" "$OUT/logs/queries.host-memory" "$KERNELS"
+                log "dry run: queries through ivcuda on the host-memory backend: rc=$RUN_RC," \
+                    "$(grep -c . "$OUT/logs/queries.host-memory.out") lines;" \
+                    "$(grep -m1 -E '^FAIL' "$OUT/logs/queries.host-memory.out")" \
+                    "$(grep -m1 '^ivcuda:' "$OUT/logs/queries.host-memory.err")"
+            fi
             stop_server
         else
             problem "dry run: the server did not become READY on the host-memory backend"
