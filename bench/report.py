@@ -148,6 +148,20 @@ def main():
         lines.append(f"| {r['memory']} | {r['direction']} | {human_bytes(r['bytes'])} | {fmt(n)} | {ivcuda_text} | "
                      f"{fmt(i / n if n and i is not None else None, 3)} |")
 
+    runs_path = os.path.join(results, "bench-runs.tsv")
+    runs = []
+    if os.path.exists(runs_path):
+        with open(runs_path) as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) == 5:
+                    runs.append({"mode": parts[0], "program": parts[1], "rc": parts[2], "wall_s": parts[3],
+                                 "note": parts[4]})
+    if runs:
+        lines += ["", "## Runs", "", "| mode | program | exit | wall s | note |", "|---|---|---|---|---|"]
+        for r in runs:
+            lines.append(f"| {r['mode']} | {r['program']} | {r['rc']} | {r['wall_s']} | {r['note']} |")
+
     plots = []
     try:
         import matplotlib
@@ -198,7 +212,7 @@ def main():
     with open(os.path.join(results, "bench.json"), "w") as f:
         json.dump({"date": date, "gpu": gpu, "commit": commit,
                    "goals": [{k: v for k, v in g.items() if k != "digits"} for g in goals],
-                   "sleep": sleep_rows, "bandwidth": bandwidth_rows,
+                   "sleep": sleep_rows, "bandwidth": bandwidth_rows, "runs": runs,
                    "raw": {"native": native, "ivcuda": ivcuda}}, f, indent=1)
     print("\n".join(lines))
 

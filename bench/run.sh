@@ -38,7 +38,7 @@ bounded_timeout() {
 
 # run_benches <native|ivcuda>: every program, JSON lines appended to $OUT/<mode>.jsonl.
 run_benches() {
-    local mode=$1 b t
+    local mode=$1 b t note
     : >"$OUT/$mode.jsonl"
     for b in "${BENCHES[@]}"; do
         [ -x "$BIN/$b" ] || { log "$mode $b: not built"; continue; }
@@ -54,10 +54,14 @@ run_benches() {
         PROGRAM_TIMEOUT_S=$t run_program "$mode" "$BIN/$b" "$OUT/logs/bench-$b.$mode" "$KERNELS"
         log "$mode $b: rc=$RUN_RC wall=${RUN_WALL}s"
         grep '^{' "$OUT/logs/bench-$b.$mode.out" >>"$OUT/$mode.jsonl"
+        note=$( { grep -m1 '^FAIL' "$OUT/logs/bench-$b.$mode.out"; grep -m1 -E '^ivcuda:|error while loading' \
+            "$OUT/logs/bench-$b.$mode.err"; } 2>/dev/null | tr '\t|\n' '  ;' | cut -c1-240)
+        printf '%s\t%s\t%s\t%s\t%s\n' "$mode" "$b" "$RUN_RC" "$RUN_WALL" "$note" >>"$OUT/bench-runs.tsv"
     done
 }
 
 log "ivcuda benchmarks, OUT=$OUT, BUILD_DIR=$BUILD_DIR, dry run=$DRY_RUN"
+: >"$OUT/bench-runs.tsv"
 : >"$OUT/logs/ldd-ivcuda.log"
 build_tools || { log "building gpu/tools failed"; exit 1; }
 build_kernels "$KERNELS" "$REPO_ROOT/bench/kernels/bench.cu" "$REPO_ROOT/gpu/kernels/matmul.cu" || exit 1
