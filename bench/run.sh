@@ -42,7 +42,9 @@ run_benches() {
     : >"$OUT/$mode.jsonl"
     for b in "${BENCHES[@]}"; do
         [ -x "$BIN/$b" ] || { log "$mode $b: not built"; continue; }
-        if [ "$mode" = ivcuda ]; then
+        if [ "$mode" = native ]; then
+            check_native_driver "$BIN/$b" || continue
+        else
             check_guest_is_loaded "$BIN/$b" || continue
             kill -0 "$SERVER_PID" 2>/dev/null || { log "server gone before $b"; return 1; }
         fi
@@ -63,6 +65,7 @@ run_benches() {
 log "ivcuda benchmarks, OUT=$OUT, BUILD_DIR=$BUILD_DIR, dry run=$DRY_RUN"
 : >"$OUT/bench-runs.tsv"
 : >"$OUT/logs/ldd-ivcuda.log"
+: >"$OUT/logs/ldd-native.log"
 build_tools || { log "building gpu/tools failed"; exit 1; }
 build_kernels "$KERNELS" "$REPO_ROOT/bench/kernels/bench.cu" "$REPO_ROOT/gpu/kernels/matmul.cu" || exit 1
 choose_libcuda_link

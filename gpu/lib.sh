@@ -16,6 +16,7 @@
 #   SERVER_JAR             [cuda-server/target/cuda-server.jar]
 #   SERVER_EXTRA_ARGS      more `--set key=value` for the server (word-split)
 #   PROGRAM_TIMEOUT_S      per program run [120]
+#   IVCUDA_COMMIT          the commit to stamp when the tree has no git metadata
 #   LIBCUDA_LINK_DIR       a directory with a libcuda.so to link against [the toolkit's stubs]
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,6 +50,10 @@ elapsed_s() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 git_commit() {
     local commit
+    if [ -n "${IVCUDA_COMMIT:-}" ]; then
+        echo "$IVCUDA_COMMIT"
+        return
+    fi
     commit=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null) || { echo "unknown (no git metadata)"; return; }
     if [ -n "$(git -C "$REPO_ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
         commit="$commit+dirty"
@@ -215,6 +220,19 @@ check_guest_is_loaded() {
     echo "$prog: libcuda.so.1 => $resolved" >>"$OUT/logs/ldd-ivcuda.log"
     if [ "$(readlink -f "$resolved" 2>/dev/null)" != "$(readlink -f "$GUEST_LIB_DIR/libcuda.so.1")" ]; then
         log "$(basename "$prog") would load '$resolved', not the guest library in $GUEST_LIB_DIR"
+        return 1
+    fi
+}
+
+# Records which libcuda.so.1 a native run loads, and refuses the guest library there
+# (a stray LD_LIBRARY_PATH would make "native" a second ivcuda run).
+check_native_driver() {
+    local prog=$1 resolved
+    resolved=$(timeout 30 ldd "$prog" 2>/dev/null | awk '$1 == "libcuda.so.1" { print $3 }')
+    echo "$prog: libcuda.so.1 => ${resolved:-not found}" >>"$OUT/logs/ldd-native.log"
+    if [ -n "$GUEST_LIB_DIR" ] && [ -n "$resolved" ] &&
+        [ "$(readlink -f "$resolved")" = "$(readlink -f "$GUEST_LIB_DIR/libcuda.so.1")" ]; then
+        log "$(basename "$prog"): the native run would load the guest library $resolved"
         return 1
     fi
 }

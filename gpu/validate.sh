@@ -74,6 +74,7 @@ verdict() {
 
 log "ivcuda GPU validation, OUT=$OUT, BUILD_DIR=$BUILD_DIR, dry run=$DRY_RUN"
 : >"$OUT/logs/ldd-ivcuda.log"
+: >"$OUT/logs/ldd-native.log"
 
 build_tools || problem "building gpu/tools failed"
 build_kernels "$KERNELS" "$REPO_ROOT"/gpu/kernels/*.cu || problem "building kernels failed"
@@ -134,6 +135,7 @@ if [ "$DRY_RUN" = 1 ]; then
 else
     for p in "${PROGRAMS[@]}"; do
         [ -x "$BIN/$p" ] || { NATIVE_RC[$p]="skipped (not built)"; continue; }
+        check_native_driver "$BIN/$p" || { NATIVE_RC[$p]="skipped (would load the guest library)"; continue; }
         t=$(bounded_timeout "$NATIVE_TIMEOUT_S")
         if [ "$t" -lt 5 ]; then NATIVE_RC[$p]="skipped (time budget)"; continue; fi
         PROGRAM_TIMEOUT_S=$t run_program native "$BIN/$p" "$OUT/logs/$p.native" "$KERNELS"
