@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# ivcuda benchmarks in one command: builds the benchmark programs, runs each natively
+# and then through ivcuda (cuda-server + guest libcuda.so.1 over a /dev/shm region),
+# and writes $OUT/bench.md, $OUT/bench.json and PNG plots (if matplotlib imports).
+# Exits non-zero only when it could not run at all; missed goals are in the report.
+#
+#   bench/run.sh            on the GPU machine (see bench/README.md)
+#   bench/run.sh --dry-run  builds everything and checks the report with no GPU
+#
+# Settings: see gpu/lib.sh; also TOTAL_BUDGET_S (default 330).
+set -uo pipefail
+
+DRY_RUN=0
+case "${1:-}" in
+    --dry-run) DRY_RUN=1 ;;
+    "") ;;
+    *) echo "usage: $0 [--dry-run]" >&2; exit 2 ;;
+esac
+
+# shellcheck source=gpu/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../gpu/lib.sh"
+
+DEADLINE_S=$(($(date +%s) + ${TOTAL_BUDGET_S:-330}))
+BENCHES=(roundtrip sleep_bench launch_rate bandwidth matmul_e2e)
+KERNELS=$BUILD_DIR/kernels
+BIN=$BUILD_DIR/bench
+STEPS_LOG=$OUT/bench-steps.log
+
+trap 'stop_server' EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+bounded_timeout() {
+    local wanted=$1 left
+    left=$((DEADLINE_S - $(date +%s) - 20))
+    [ "$left" -lt "$wanted" ] && wanted=$left
+    echo "$wanted"
+}
+
+# run_benches <native|ivcuda>: every program, JSON lines appended to $OUT/<mode>.jsonl.
+run_benches() {
+    local mode=$1 b t note
+    : >"$OUT/$mode.jsonl"
+    for b in "${BENCHES[@]}"; do
+        [ -x "$BIN/$b" ] || { log "$mode $b: not built"; continue; }
+        if [ "$mode" = native ]; then
+            check_native_driver "$BIN/$b" || continue
+        else
+            check_guest_is_loaded "$BIN/$b" || continue
+            kill -0 "$SERVER_PID" 2>/dev/null || { log "server gone before $b"; return 1; }
+        fi
+        t=$(bounded_timeout 90)
+        if [ "$t" -lt 5 ]; then
+            log "$mode $b: skipped, time budget spent"
+            continue
+        fi
+        PROGRAM_TIMEOUT_S=$t run_program "$mode" "$BIN/$b" "$OUT/logs/bench-$b.$mode" "$KERNELS"
+        log "$mode $b: rc=$RUN_RC wall=${RUN_WALL}s"
+        grep '^{' "$OUT/logs/bench-$b.$mode.out" >>"$OUT/$mode.jsonl"
+        note=$( { grep -m1 '^FAIL' "$OUT/logs/bench-$b.$mode.out"; grep -m1 -E '^ivcuda:|error while loading' \
+            "$OUT/logs/bench-$b.$mode.err"; } 2>/dev/null | tr '\t|\n' '  ;' | cut -c1-240)
+        printf '%s\t%s\t%s\t%s\t%s\n' "$mode" "$b" "$RUN_RC" "$RUN_WALL" "$note" >>"$OUT/bench-runs.tsv"
+    done
+}
+
+log "ivcuda benchmarks, OUT=$OUT, BUILD_DIR=$BUILD_DIR, dry run=$DRY_RUN"
+: >"$OUT/bench-runs.tsv"
+: >"$OUT/logs/ldd-ivcuda.log"
+: >"$OUT/logs/ldd-native.log"
+build_tools || { log "building gpu/tools failed"; exit 1; }
+build_kernels "$KERNELS" "$REPO_ROOT/bench/kernels/bench.cu" "$REPO_ROOT/gpu/kernels/matmul.cu" || exit 1
+choose_libcuda_link
+SOURCES=()
+for b in "${BENCHES[@]}"; do SOURCES+=("$REPO_ROOT/bench/programs/$b.c"); done
+build_programs "$REPO_ROOT/gpu/programs" "$BIN" "${SOURCES[@]}" || { log "building the benchmarks failed"; exit 1; }
+
+JAVA_OK=0
+setup_java && JAVA_OK=1
+GUEST_OK=0
+if [ "$JAVA_OK" = 1 ] || [ -n "${IVCUDA_GUEST_LIB_DIR:-}" ]; then
+    build_guest && GUEST_OK=1
+fi
+
+if [ "$DRY_RUN" = 1 ]; then
+    # No GPU: feed the report a made-up pair of results to prove it renders.
+    cat >"$OUT/native.jsonl" <<'EOF'
+{"bench":"roundtrip","call":"cuStreamQuery","calls":1,"p50_us":1.0,"p99_us":2.0,"mean_us":1.1}
+{"bench":"sleep","sleep_us":0,"tasks":1,"p50_us":8.0,"p99_us":9.0,"mean_us":8.0}
+{"bench":"launch_rate","launches":1,"launches_per_s":400000,"enqueue_us_per_launch":2.5}
+{"bench":"bandwidth","memory":"pinned","direction":"htod","bytes":67108864,"reps":3,"gb_per_s":50.0,"us_per_copy":1.0}
+EOF
+    cat >"$OUT/ivcuda.jsonl" <<'EOF'
+{"bench":"roundtrip","call":"cuStreamQuery","calls":1,"p50_us":2.5,"p99_us":4.0,"mean_us":2.6}
+{"bench":"sleep","sleep_us":0,"tasks":1,"p50_us":20.0,"p99_us":25.0,"mean_us":20.0}
+{"bench":"bandwidth","memory":"pinned","direction":"htod","bytes":67108864,"error":"CUDA_ERROR_OUT_OF_MEMORY"}
+EOF
+    log "dry run: report from made-up results (native.jsonl, ivcuda.jsonl)"
+else
+    run_benches native
+    if [ "$GUEST_OK" = 1 ] && [ "$JAVA_OK" = 1 ]; then
+        if start_server $((DEADLINE_S - $(date +%s) + 30)); then
+            run_benches ivcuda
+            stop_server
+        else
+            log "server did not start: no ivcuda results (logs/server.log)"
+        fi
+    else
+        log "no guest library or no java: no ivcuda results"
+    fi
+fi
+
+if ! timeout 60 python3 "$REPO_ROOT/bench/report.py" "$OUT" "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" \
+    "$(gpu_identity)" "$(git_commit)" >"$OUT/logs/bench-report.log" 2>&1; then
+    log "report.py failed (logs/bench-report.log); raw results are in native.jsonl / ivcuda.jsonl"
+    exit 1
+fi
+log "report: $OUT/bench.md"
+cat "$OUT/bench.md" >&2
+if [ ! -s "$OUT/native.jsonl" ]; then
+    log "no native results: the benchmarks could not run"
+    exit 1
+fi
+exit 0

@@ -1,0 +1,330 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # RUN_RC, RUN_WALL, TOOLS_DIR... are read by the sourcing scripts
+# Shared steps of gpu/validate.sh and bench/run.sh: tools, kernels, programs, the
+# guest library, the cuda-server and running a program natively or through ivcuda.
+# Sourced, not run. Every step that can block runs under `timeout`.
+#
+# Settings (environment; defaults in brackets):
+#   OUT                    results and logs [./out]
+#   CUDA_HOME              CUDA toolkit [/usr/local/cuda]
+#   GPU_ARCH               nvcc target [sm_90]
+#   BUILD_DIR              scratch build directory [mktemp under /tmp]
+#   IVCUDA_GUEST_LIB_DIR   a directory that already holds the guest libcuda.so.1: skip building it
+#   GUEST_MAKE             how build_guest runs make [make -C guest GEN=<generated dir>]
+#   REGION_PATH            region file [/dev/shm/ivcuda-gpu-test]
+#   REGION_SIZE            region bytes [1073741824]
+#   SERVER_JAR             [cuda-server/target/cuda-server.jar]
+#   SERVER_EXTRA_ARGS      more `--set key=value` for the server (word-split)
+#   PROGRAM_TIMEOUT_S      per program run [120]
+#   IVCUDA_COMMIT          the commit to stamp when the tree has no git metadata
+#   LIBCUDA_LINK_DIR       a directory with a libcuda.so to link against [the toolkit's stubs]
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=${OUT:-$REPO_ROOT/out}
+mkdir -p "$OUT/logs"
+OUT=$(cd "$OUT" && pwd)
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+GPU_ARCH=${GPU_ARCH:-sm_90}
+BUILD_DIR=${BUILD_DIR:-$(mktemp -d /tmp/ivcuda-gpu.XXXXXX)}
+REGION_PATH=${REGION_PATH:-/dev/shm/ivcuda-gpu-test}
+REGION_SIZE=${REGION_SIZE:-1073741824}
+SERVER_JAR=${SERVER_JAR:-$REPO_ROOT/cuda-server/target/cuda-server.jar}
+SERVER_EXTRA_ARGS=${SERVER_EXTRA_ARGS:-}
+PROGRAM_TIMEOUT_S=${PROGRAM_TIMEOUT_S:-120}
+SERVER_PID=
+GUEST_LIB_DIR=
+# Results of run_program, read by the scripts that source this file.
+# shellcheck disable=SC2034
+RUN_RC=""
+RUN_WALL=""
+LINK_FLAGS=()
+STEPS_LOG=$OUT/steps.log
+
+log() {
+    printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" | tee -a "$STEPS_LOG" >&2
+}
+
+now_s() { date +%s.%N; }
+
+elapsed_s() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+git_commit() {
+    local commit
+    if [ -n "${IVCUDA_COMMIT:-}" ]; then
+        echo "$IVCUDA_COMMIT"
+        return
+    fi
+    commit=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null) || { echo "unknown (no git metadata)"; return; }
+    if [ -n "$(git -C "$REPO_ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+        commit="$commit+dirty"
+    fi
+    echo "$commit"
+}
+
+gpu_identity() {
+    timeout 30 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 ||
+        echo "nvidia-smi unavailable"
+}
+
+# java on PATH, or the runtime carried as .jre/jre.tgz unpacked to /tmp/jre.
+setup_java() {
+    if command -v java >/dev/null 2>&1; then
+        return 0
+    fi
+    if [ ! -f "$REPO_ROOT/.jre/jre.tgz" ]; then
+        log "no java on PATH and no .jre/jre.tgz"
+        return 1
+    fi
+    mkdir -p /tmp/jre
+    timeout 120 tar xzf "$REPO_ROOT/.jre/jre.tgz" -C /tmp/jre || { log "unpacking .jre/jre.tgz failed"; return 1; }
+    local java_bin
+    java_bin=$(find /tmp/jre -path '*/bin/java' -type f 2>/dev/null | head -1)
+    if [ -z "$java_bin" ]; then
+        log "no bin/java inside .jre/jre.tgz"
+        return 1
+    fi
+    PATH=$(dirname "$java_bin"):$PATH
+    export PATH
+    log "java: $(java -version 2>&1 | head -1)"
+}
+
+# nvcc each kernels/*.cu to PTX, cubin and fatbin (SASS + PTX) in $1.
+build_kernels() {
+    local dest=$1 src name
+    shift
+    mkdir -p "$dest"
+    for src in "$@"; do
+        name=$(basename "$src" .cu)
+        if ! { timeout 180 "$CUDA_HOME/bin/nvcc" -ptx -arch="$GPU_ARCH" "$src" -o "$dest/$name.ptx" &&
+            timeout 180 "$CUDA_HOME/bin/nvcc" -cubin -arch="$GPU_ARCH" "$src" -o "$dest/$name.cubin" &&
+            timeout 180 "$CUDA_HOME/bin/nvcc" -fatbin \
+                -gencode "arch=compute_${GPU_ARCH#sm_},code=[$GPU_ARCH,compute_${GPU_ARCH#sm_}]" \
+                "$src" -o "$dest/$name.fatbin"; }; then
+            log "nvcc failed for $src"
+            return 1
+        fi
+    done
+    log "kernels built in $dest"
+}
+
+# How the programs link libcuda.so.1: the toolkit's stub (SONAME libcuda.so.1), else
+# the driver's library itself, else a stub generated from the programs' undefined cu*
+# symbols. Any of them is fine: the binary records only NEEDED libcuda.so.1 (the
+# driver's library has no symbol versions), so LD_LIBRARY_PATH decides at run time
+# whether it gets NVIDIA's library or ivcuda's.
+choose_libcuda_link() {
+    local dir
+    for dir in ${LIBCUDA_LINK_DIR:+"$LIBCUDA_LINK_DIR"} "$CUDA_HOME/lib64/stubs" "$CUDA_HOME/targets/x86_64-linux/lib/stubs" "$CUDA_HOME/lib/stubs"; do
+        if [ -f "$dir/libcuda.so" ]; then
+            LINK_FLAGS=(-L"$dir" -lcuda)
+            log "linking against $dir/libcuda.so"
+            return 0
+        fi
+    done
+    local driver_lib
+    driver_lib=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 / { print $NF; exit }')
+    if [ -n "$driver_lib" ]; then
+        LINK_FLAGS=(-L"$(dirname "$driver_lib")" -l:libcuda.so.1)
+        log "linking against the driver's $driver_lib"
+        return 0
+    fi
+    LINK_FLAGS=()
+    log "no toolkit stub and no driver library: linking against a generated stub"
+}
+
+# A libcuda.so.1 whose every function returns CUDA_ERROR_NOT_SUPPORTED, made from the
+# cu* symbols the objects in $2.. need, in directory $1: only for linking.
+make_stub_libcuda() {
+    local dest=$1 sym
+    shift
+    mkdir -p "$dest"
+    {
+        echo "/* generated: every entry point fails with CUDA_ERROR_NOT_SUPPORTED (801) */"
+        nm -u "$@" | awk '$NF ~ /^cu/ { print $NF }' | sort -u | while read -r sym; do
+            echo "int $sym(void) { return 801; }"
+        done
+    } >"$dest/stub_libcuda.c"
+    gcc -shared -fPIC -Wl,-soname,libcuda.so.1 "$dest/stub_libcuda.c" -o "$dest/libcuda.so.1" &&
+        ln -sf libcuda.so.1 "$dest/libcuda.so"
+}
+
+# Compile each program source $3.. into directory $2 with include dir $1 (common.h).
+build_programs() {
+    local include=$1 dest=$2 src name objs=() ok=0
+    shift 2
+    mkdir -p "$dest"
+    for src in "$@"; do
+        name=$(basename "$src" .c)
+        timeout 120 gcc -O2 -std=c11 -Wall -Wextra -Werror -I"$include" -I"$CUDA_HOME/include" \
+            -c "$src" -o "$dest/$name.o" || { log "compiling $src failed"; ok=1; continue; }
+        objs+=("$dest/$name.o")
+    done
+    [ "$ok" = 0 ] || return 1
+    if [ "${#LINK_FLAGS[@]}" = 0 ]; then
+        make_stub_libcuda "$dest/stub" "${objs[@]}" || return 1
+        LINK_FLAGS=(-L"$dest/stub" -lcuda)
+    fi
+    local obj
+    for obj in "${objs[@]}"; do
+        name=$(basename "$obj" .o)
+        timeout 120 gcc "$obj" -o "$dest/$name" "${LINK_FLAGS[@]}" -lpthread -lm || { log "linking $name failed"; ok=1; }
+    done
+    [ "$ok" = 0 ] && log "programs built in $dest: $(cd "$dest" && find . -maxdepth 1 -type f -perm -u+x | sort | tr '\n' ' ')"
+    return "$ok"
+}
+
+# The guest library: generate the C stubs from the API description, make the library,
+# and set GUEST_LIB_DIR to the directory holding libcuda.so.1. Adjust GUEST_MAKE (or
+# set IVCUDA_GUEST_LIB_DIR) if the guest build changes shape.
+build_guest() {
+    if [ -n "${IVCUDA_GUEST_LIB_DIR:-}" ]; then
+        GUEST_LIB_DIR=$IVCUDA_GUEST_LIB_DIR
+        log "guest library: using IVCUDA_GUEST_LIB_DIR=$GUEST_LIB_DIR"
+    else
+        local gen=$BUILD_DIR/guest-gen
+        mkdir -p "$gen"
+        if [ ! -d "$REPO_ROOT/api/target/classes" ]; then
+            log "guest library: api/target/classes missing (build api first)"
+            return 1
+        fi
+        timeout 120 java -cp "$REPO_ROOT/api/target/classes" io.ivcuda.api.Generate \
+            "$REPO_ROOT/api/cuda-driver.api" --c "$gen" >"$OUT/logs/guest-generate.log" 2>&1 ||
+            { log "guest library: generating C failed (logs/guest-generate.log)"; return 1; }
+        local make_cmd=${GUEST_MAKE:-make -C $REPO_ROOT/guest GEN=$gen}
+        # The runner's OUT (our results directory) must not leak into make: the guest
+        # Makefile takes its own output directory from a variable of that name.
+        # shellcheck disable=SC2086 # GUEST_MAKE is a command line on purpose
+        timeout 300 env -u OUT $make_cmd >"$OUT/logs/guest-make.log" 2>&1 ||
+            { log "guest library: '$make_cmd' failed (logs/guest-make.log)"; return 1; }
+        local lib
+        lib=$(find "$REPO_ROOT/guest" "$gen" -name libcuda.so.1 \( -type f -o -type l \) -printf '%T@ %p\n' 2>/dev/null |
+            sort -rn | head -1 | cut -d' ' -f2-)
+        if [ -z "$lib" ]; then
+            log "guest library: make succeeded but no libcuda.so.1 under guest/"
+            return 1
+        fi
+        GUEST_LIB_DIR=$(dirname "$lib")
+    fi
+    if [ ! -e "$GUEST_LIB_DIR/libcuda.so.1" ]; then
+        log "guest library: $GUEST_LIB_DIR/libcuda.so.1 does not exist"
+        return 1
+    fi
+    GUEST_LIB_DIR=$(cd "$GUEST_LIB_DIR" && pwd)
+    log "guest library: $GUEST_LIB_DIR/libcuda.so.1 ($(readelf -d "$GUEST_LIB_DIR/libcuda.so.1" 2>/dev/null | awk '/SONAME/ { print $NF }'))"
+}
+
+# Refuses to call a run "ivcuda" unless the program really loads our library.
+check_guest_is_loaded() {
+    local prog=$1 resolved
+    resolved=$(LD_LIBRARY_PATH=$GUEST_LIB_DIR timeout 30 ldd "$prog" 2>/dev/null | awk '$1 == "libcuda.so.1" { print $3 }')
+    echo "$prog: libcuda.so.1 => $resolved" >>"$OUT/logs/ldd-ivcuda.log"
+    if [ "$(readlink -f "$resolved" 2>/dev/null)" != "$(readlink -f "$GUEST_LIB_DIR/libcuda.so.1")" ]; then
+        log "$(basename "$prog") would load '$resolved', not the guest library in $GUEST_LIB_DIR"
+        return 1
+    fi
+}
+
+# Records which libcuda.so.1 a native run loads, and refuses the guest library there
+# (a stray LD_LIBRARY_PATH would make "native" a second ivcuda run).
+check_native_driver() {
+    local prog=$1 resolved
+    resolved=$(timeout 30 ldd "$prog" 2>/dev/null | awk '$1 == "libcuda.so.1" { print $3 }')
+    echo "$prog: libcuda.so.1 => ${resolved:-not found}" >>"$OUT/logs/ldd-native.log"
+    if [ -n "$GUEST_LIB_DIR" ] && [ -n "$resolved" ] &&
+        [ "$(readlink -f "$resolved")" = "$(readlink -f "$GUEST_LIB_DIR/libcuda.so.1")" ]; then
+        log "$(basename "$prog"): the native run would load the guest library $resolved"
+        return 1
+    fi
+}
+
+# Starts the cuda-server in the background (under timeout $1 seconds as a safety net)
+# and waits for READY. Extra `--set` arguments follow.
+start_server() {
+    local max_s=$1
+    shift
+    if [ ! -f "$SERVER_JAR" ]; then
+        log "server: $SERVER_JAR missing"
+        return 1
+    fi
+    rm -f "$REGION_PATH"
+    # A container's /dev/shm is often 64 MiB: a region that does not fit would SIGBUS
+    # when touched, so it moves to a plain file (slower page cache, same semantics).
+    local shm_free
+    shm_free=$(df -B1 --output=avail "$(dirname "$REGION_PATH")" 2>/dev/null | tail -1 | tr -d ' ')
+    if [ -n "$shm_free" ] && [ "$shm_free" -lt $((REGION_SIZE + (64 << 20))) ]; then
+        log "server: only $shm_free bytes free in $(dirname "$REGION_PATH"); region moves to $BUILD_DIR/ivcuda-region"
+        REGION_PATH=$BUILD_DIR/ivcuda-region
+        rm -f "$REGION_PATH"
+    fi
+    # shellcheck disable=SC2086 # SERVER_EXTRA_ARGS is a list of --set options on purpose
+    timeout -s TERM -k 10 "$max_s" java -jar "$SERVER_JAR" --set "region.path=$REGION_PATH" \
+        --set "region.size=$REGION_SIZE" "$@" $SERVER_EXTRA_ARGS >>"$OUT/logs/server.log" 2>&1 &
+    SERVER_PID=$!
+    log "server: started (pid $SERVER_PID), waiting for READY in $REGION_PATH"
+    local waited=0
+    while [ "$waited" -lt 90 ]; do
+        if "$TOOLS_DIR/region_wait" "$REGION_PATH" 1 >"$OUT/logs/region-wait.log" 2>&1; then
+            log "server: READY after ~${waited} s"
+            return 0
+        fi
+        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+            wait "$SERVER_PID"
+            log "server: exited with status $? before READY; $(cat "$OUT/logs/region-wait.log")"
+            SERVER_PID=
+            return 1
+        fi
+        waited=$((waited + 1))
+    done
+    log "server: not READY after 90 s; $(cat "$OUT/logs/region-wait.log")"
+    return 1
+}
+
+stop_server() {
+    [ -n "$SERVER_PID" ] || return 0
+    local pid=$SERVER_PID status
+    SERVER_PID=
+    kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        log "server: still running 10 s after SIGTERM, killing it"
+        kill -KILL "$pid" 2>/dev/null
+    fi
+    wait "$pid" 2>/dev/null
+    status=$?
+    log "server: stopped, exit status $status"
+    rm -f "$REGION_PATH"
+    return 0
+}
+
+# run_program <native|ivcuda> <binary> <log prefix> [args...]: runs under timeout,
+# stdout to <prefix>.out, stderr to <prefix>.err; sets RUN_RC and RUN_WALL.
+run_program() {
+    local mode=$1 prog=$2 prefix=$3 t0 t1
+    shift 3
+    t0=$(now_s)
+    if [ "$mode" = ivcuda ]; then
+        IVCUDA_REGION=$REGION_PATH LD_LIBRARY_PATH=$GUEST_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+            timeout -k 5 "$PROGRAM_TIMEOUT_S" "$prog" "$@" >"$prefix.out" 2>"$prefix.err"
+    else
+        timeout -k 5 "$PROGRAM_TIMEOUT_S" "$prog" "$@" >"$prefix.out" 2>"$prefix.err"
+    fi
+    RUN_RC=$?
+    t1=$(now_s)
+    RUN_WALL=$(elapsed_s "$t0" "$t1")
+    [ "$RUN_RC" = 124 ] && echo "TIMEOUT after $PROGRAM_TIMEOUT_S s" >>"$prefix.err"
+    return 0
+}
+
+# The part of a program's stdout that must be equal: everything but `time:`/`info:` lines.
+comparable_output() {
+    grep -v -E '^(time|info):' "$1"
+}
+
+TOOLS_DIR=$BUILD_DIR/tools
+build_tools() {
+    mkdir -p "$TOOLS_DIR"
+    timeout 60 gcc -O2 -std=c11 -Wall -Wextra "$REPO_ROOT/gpu/tools/region_wait.c" -o "$TOOLS_DIR/region_wait"
+}

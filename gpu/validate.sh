@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# The GPU validation of ivcuda in one command: builds the kernels, the driver-API
+# programs and the guest library, runs every program natively and then through
+# ivcuda (cuda-server + our libcuda.so.1 over a /dev/shm region), compares their
+# stdout without the `time:`/`info:` lines, and writes $OUT/gpu-validation.md plus
+# raw logs under $OUT/logs. Exit 0 only if every program passed both ways with
+# equal output.
+#
+#   gpu/validate.sh            on the GPU machine (see gpu/README.md)
+#   gpu/validate.sh --dry-run  everything that needs no GPU: builds (against a stub
+#                              libcuda if there is no driver), the guest library, and
+#                              the server's start/READY/stop on its host-memory backend
+#
+# Settings: see gpu/lib.sh; also TOTAL_BUDGET_S (default 540): no step starts after
+# it, so the command stays inside the device's 10-minute limit.
+set -uo pipefail
+
+DRY_RUN=0
+case "${1:-}" in
+    --dry-run) DRY_RUN=1 ;;
+    "") ;;
+    *) echo "usage: $0 [--dry-run]" >&2; exit 2 ;;
+esac
+
+# shellcheck source=gpu/lib.sh source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+START_S=$(date +%s)
+DEADLINE_S=$((START_S + ${TOTAL_BUDGET_S:-540}))
+NATIVE_TIMEOUT_S=${NATIVE_TIMEOUT_S:-60}
+IVCUDA_TIMEOUT_S=${IVCUDA_TIMEOUT_S:-90}
+PROGRAMS=(queries vector_add matmul streams_events pinned_async multi_context_threads)
+REPORT=$OUT/gpu-validation.md
+KERNELS=$BUILD_DIR/kernels
+BIN=$BUILD_DIR/programs
+PROBLEMS=()
+
+trap 'stop_server' EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+problem() {
+    PROBLEMS+=("$*")
+    log "PROBLEM: $*"
+}
+
+# Seconds a step may still take, so the whole command ends before DEADLINE_S.
+time_left() { echo $((DEADLINE_S - $(date +%s))); }
+
+bounded_timeout() {
+    local wanted=$1 left
+    left=$(($(time_left) - 10))
+    [ "$left" -lt "$wanted" ] && wanted=$left
+    echo "$wanted"
+}
+
+# One line for the table: "ok", or why not, from rc and the program's FAIL line.
+verdict() {
+    local rc=$1 prefix=$2 first_fail guest_says
+    case "$rc" in
+        0) echo "ok" ;;
+        skipped*) echo "$rc" ;;
+        124 | 137) echo "TIMEOUT" ;;
+        *)
+            first_fail=$(grep -m1 -E 'FAIL|WRONG' "$prefix.out" 2>/dev/null)
+            [ -n "$first_fail" ] || first_fail=$(grep -v '^ *$' "$prefix.err" 2>/dev/null | tail -1)
+            first_fail=$(printf '%s' "$first_fail" | cut -c1-160 | tr '|' '/')
+            # The guest library explains refusals (handshake, region) on stderr as "ivcuda: ...".
+            guest_says=$(grep -m1 '^ivcuda:' "$prefix.err" 2>/dev/null | cut -c1-200 | tr '|' '/')
+            [ -n "$guest_says" ] && first_fail="$first_fail; $guest_says"
+            echo "failed rc=$rc${first_fail:+: $first_fail}"
+            ;;
+    esac
+}
+
+log "ivcuda GPU validation, OUT=$OUT, BUILD_DIR=$BUILD_DIR, dry run=$DRY_RUN"
+: >"$OUT/logs/ldd-ivcuda.log"
+: >"$OUT/logs/ldd-native.log"
+
+build_tools || problem "building gpu/tools failed"
+build_kernels "$KERNELS" "$REPO_ROOT"/gpu/kernels/*.cu || problem "building kernels failed"
+choose_libcuda_link
+SOURCES=()
+for p in "${PROGRAMS[@]}"; do SOURCES+=("$REPO_ROOT/gpu/programs/$p.c"); done
+build_programs "$REPO_ROOT/gpu/programs" "$BIN" "${SOURCES[@]}" || problem "building the programs failed"
+
+JAVA_OK=0
+setup_java && JAVA_OK=1
+GUEST_OK=0
+if [ "$JAVA_OK" = 1 ] || [ -n "${IVCUDA_GUEST_LIB_DIR:-}" ]; then
+    build_guest && GUEST_OK=1
+fi
+[ "$GUEST_OK" = 1 ] || problem "guest library not available"
+
+declare -A NATIVE_RC NATIVE_WALL IVCUDA_RC IVCUDA_WALL EQUAL
+for p in "${PROGRAMS[@]}"; do
+    NATIVE_RC[$p]="skipped"; NATIVE_WALL[$p]="-"
+    IVCUDA_RC[$p]="skipped"; IVCUDA_WALL[$p]="-"
+    EQUAL[$p]="-"
+done
+
+if [ "$DRY_RUN" = 1 ]; then
+    # Without a GPU: the failure path of a program (the stub fails every call), and the
+    # server's lifecycle on its transport-only backend.
+    if [ -f "$BIN/stub/libcuda.so.1" ] && [ -x "$BIN/queries" ]; then
+        LD_LIBRARY_PATH=$BIN/stub run_program native "$BIN/queries" "$OUT/logs/queries.stub" "$KERNELS"
+        if [ "$RUN_RC" = 1 ] && grep -q '^FAIL cuInit' "$OUT/logs/queries.stub.out"; then
+            log "dry run: queries against the stub fails cleanly: $(grep -m1 '^FAIL' "$OUT/logs/queries.stub.out")"
+        else
+            problem "dry run: queries against the stub: rc=$RUN_RC, expected 1 with a FAIL line"
+        fi
+    fi
+    if [ "$GUEST_OK" = 1 ]; then
+        for p in "${PROGRAMS[@]}"; do
+            [ -x "$BIN/$p" ] && { check_guest_is_loaded "$BIN/$p" || problem "$p does not load the guest library"; }
+        done
+    fi
+    if [ "$JAVA_OK" = 1 ] && [ -f "$SERVER_JAR" ]; then
+        if start_server 60 --set backend=host-memory; then
+            # Transport smoke, for information only: the handshake and the first calls
+            # through the region (the test backend has no GPU, so kernels cannot run).
+            if [ "$GUEST_OK" = 1 ] && [ -x "$BIN/queries" ]; then
+                PROGRAM_TIMEOUT_S=30 run_program ivcuda "$BIN/queries" "$OUT/logs/queries.host-memory" "$KERNELS"
+                log "dry run: queries through ivcuda on the host-memory backend: rc=$RUN_RC," \
+                    "$(grep -c . "$OUT/logs/queries.host-memory.out") lines;" \
+                    "$(grep -m1 -E '^FAIL' "$OUT/logs/queries.host-memory.out")" \
+                    "$(grep -m1 '^ivcuda:' "$OUT/logs/queries.host-memory.err")"
+            fi
+            stop_server
+        else
+            problem "dry run: the server did not become READY on the host-memory backend"
+        fi
+    else
+        log "dry run: no java or no $SERVER_JAR: server start not tried"
+    fi
+else
+    for p in "${PROGRAMS[@]}"; do
+        [ -x "$BIN/$p" ] || { NATIVE_RC[$p]="skipped (not built)"; continue; }
+        check_native_driver "$BIN/$p" || { NATIVE_RC[$p]="skipped (would load the guest library)"; continue; }
+        t=$(bounded_timeout "$NATIVE_TIMEOUT_S")
+        if [ "$t" -lt 5 ]; then NATIVE_RC[$p]="skipped (time budget)"; continue; fi
+        PROGRAM_TIMEOUT_S=$t run_program native "$BIN/$p" "$OUT/logs/$p.native" "$KERNELS"
+        NATIVE_RC[$p]=$RUN_RC; NATIVE_WALL[$p]=$RUN_WALL
+        log "native $p: rc=$RUN_RC wall=${RUN_WALL}s"
+    done
+    if [ "$GUEST_OK" = 1 ] && [ "$JAVA_OK" = 1 ]; then
+        if start_server $(($(time_left) + 30)); then
+            for p in "${PROGRAMS[@]}"; do
+                [ -x "$BIN/$p" ] || { IVCUDA_RC[$p]="skipped (not built)"; continue; }
+                check_guest_is_loaded "$BIN/$p" || { IVCUDA_RC[$p]="skipped (guest library not loaded)"; continue; }
+                t=$(bounded_timeout "$IVCUDA_TIMEOUT_S")
+                if [ "$t" -lt 5 ]; then IVCUDA_RC[$p]="skipped (time budget)"; continue; fi
+                if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+                    IVCUDA_RC[$p]="skipped (server died)"; problem "server died before $p"; continue
+                fi
+                PROGRAM_TIMEOUT_S=$t run_program ivcuda "$BIN/$p" "$OUT/logs/$p.ivcuda" "$KERNELS"
+                IVCUDA_RC[$p]=$RUN_RC; IVCUDA_WALL[$p]=$RUN_WALL
+                log "ivcuda $p: rc=$RUN_RC wall=${RUN_WALL}s"
+            done
+            stop_server
+        else
+            problem "server did not start (logs/server.log)"
+        fi
+    fi
+    for p in "${PROGRAMS[@]}"; do
+        if [ -f "$OUT/logs/$p.native.out" ] && [ -f "$OUT/logs/$p.ivcuda.out" ]; then
+            if diff <(comparable_output "$OUT/logs/$p.native.out") <(comparable_output "$OUT/logs/$p.ivcuda.out") \
+                >"$OUT/logs/$p.diff"; then
+                EQUAL[$p]="yes"
+                rm -f "$OUT/logs/$p.diff"
+            else
+                EQUAL[$p]="**NO** (logs/$p.diff)"
+            fi
+        fi
+        [ "${NATIVE_RC[$p]}" = 0 ] || problem "$p native: $(verdict "${NATIVE_RC[$p]}" "$OUT/logs/$p.native")"
+        [ "${IVCUDA_RC[$p]}" = 0 ] || problem "$p ivcuda: $(verdict "${IVCUDA_RC[$p]}" "$OUT/logs/$p.ivcuda")"
+        [ "${EQUAL[$p]}" = yes ] || problem "$p: outputs not equal or not both present"
+    done
+fi
+
+{
+    echo "# ivcuda GPU validation"
+    echo
+    echo "| | |"
+    echo "|---|---|"
+    echo "| date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
+    echo "| GPU, driver | $(gpu_identity) |"
+    echo "| commit | $(git_commit) |"
+    echo "| mode | $([ "$DRY_RUN" = 1 ] && echo "dry run (no GPU steps)" || echo "native vs ivcuda") |"
+    echo "| guest library | ${GUEST_LIB_DIR:-not built}/libcuda.so.1 |"
+    echo "| region | $REGION_PATH, $REGION_SIZE bytes |"
+    echo
+    echo "Outputs are compared without their \`time:\` and \`info:\` lines."
+    echo
+    echo "| program | native | ivcuda | equal? | native wall s | ivcuda wall s |"
+    echo "|---|---|---|---|---|---|"
+    for p in "${PROGRAMS[@]}"; do
+        echo "| $p | $(verdict "${NATIVE_RC[$p]}" "$OUT/logs/$p.native") | $(verdict "${IVCUDA_RC[$p]}" "$OUT/logs/$p.ivcuda") | ${EQUAL[$p]} | ${NATIVE_WALL[$p]} | ${IVCUDA_WALL[$p]} |"
+    done
+    echo
+    if [ "${#PROBLEMS[@]}" = 0 ]; then
+        echo "**Result: PASS**"
+    else
+        echo "**Result: FAIL** (${#PROBLEMS[@]} problems)"
+        echo
+        for msg in "${PROBLEMS[@]}"; do echo "- $msg"; done
+    fi
+    echo
+    echo "Logs: \`logs/<program>.{native,ivcuda}.{out,err}\`, \`logs/server.log\`, \`steps.log\`."
+} >"$REPORT"
+log "report: $REPORT"
+cat "$REPORT" >&2
+[ "${#PROBLEMS[@]}" = 0 ]
