@@ -128,7 +128,7 @@ def main():
         return {True: "yes", False: "**no**", None: "no data", "info": "—"}[m]
 
     lines = ["# ivcuda benchmarks", "", "| | |", "|---|---|", f"| date | {date} |", f"| GPU, driver | {gpu} |",
-             f"| commit | {commit} |", "",
+             f"| commit | {commit} |", ""] + ([f"**{os.environ['BENCH_NOTE']}**", ""] if os.environ.get("BENCH_NOTE") else []) + [
              "Native = the same binary on NVIDIA's libcuda.so.1; ivcuda = through the guest library and "
              "cuda-server over a /dev/shm region on the same host (no VM).", "",
              "| measure | unit | native | ivcuda | ivcuda/native | goal | met? |", "|---|---|---|---|---|---|---|"]

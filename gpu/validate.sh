@@ -109,6 +109,18 @@ if [ "$DRY_RUN" = 1 ]; then
             problem "dry run: queries against the stub: rc=$RUN_RC, expected 1 with a FAIL line"
         fi
     fi
+    # Each program against the CPU mock of the driver: the programs' own logic
+    # (verification, checksums, expected errors) must pass before device time is spent.
+    if build_mock_libcuda; then
+        for p in "${PROGRAMS[@]}"; do
+            [ -x "$BIN/$p" ] || continue
+            LD_LIBRARY_PATH=$MOCK_DIR PROGRAM_TIMEOUT_S=60 run_program native "$BIN/$p" "$OUT/logs/$p.mock" "$KERNELS"
+            NATIVE_RC[$p]=$RUN_RC; NATIVE_WALL[$p]=$RUN_WALL
+            [ "$RUN_RC" = 0 ] || problem "$p against the CPU mock: $(verdict "$RUN_RC" "$OUT/logs/$p.mock")"
+        done
+    else
+        problem "building gpu/tools/mock_libcuda.c failed"
+    fi
     if [ "$GUEST_OK" = 1 ]; then
         for p in "${PROGRAMS[@]}"; do
             [ -x "$BIN/$p" ] && { check_guest_is_loaded "$BIN/$p" || problem "$p does not load the guest library"; }
@@ -185,7 +197,7 @@ fi
     echo "| date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
     echo "| GPU, driver | $(gpu_identity) |"
     echo "| commit | $(git_commit) |"
-    echo "| mode | $([ "$DRY_RUN" = 1 ] && echo "dry run (no GPU steps)" || echo "native vs ivcuda") |"
+    echo "| mode | $([ "$DRY_RUN" = 1 ] && echo "dry run: no GPU; the native column is the CPU mock of libcuda (gpu/tools/mock_libcuda.c), which checks only the programs' own logic" || echo "native vs ivcuda") |"
     echo "| guest library | ${GUEST_LIB_DIR:-not built}/libcuda.so.1 |"
     echo "| region | $REGION_PATH, $REGION_SIZE bytes |"
     echo

@@ -19,11 +19,14 @@ class CEmitterTest {
             type CUdeviceptr u64
             type CUstream handle stream
             type u64 u64
+            type u32 u32
             fn 9 cuDeviceGetAttribute sync cached (out int pi, in int attrib, in CUdevice dev) -> cuDeviceGetAttribute
             fn 64 cuMemsetD8_v2 sync ptds (in CUdeviceptr dstDevice, in int uc, in size_t N) -> cuMemsetD8_v2=cuMemsetD8@3020 cuMemsetD8
             fn 67 cuMemsetD8Async async ptds (in CUdeviceptr dstDevice, in int uc, in size_t N, in CUstream hStream) -> cuMemsetD8Async=cuMemsetD8Async@3020
             fn - cuMemAlloc_v2 custom (out CUdeviceptr dptr, in size_t bytesize) -> cuMemAlloc_v2=cuMemAlloc@3020 cuMemAlloc
             fn 210 ivc_mem_alloc internal (out CUdeviceptr dptr, in size_t bytesize)
+            fn 250 ivc_param_layout internal (out u32 count, outbuf u64 entries[capacity], in u32 capacity, in CUstream f)
+            fn 251 ivc_launch async (in CUstream f, inbuf params[paramsSize], in u32 paramsSize)
             unsupported cuArrayCreate
             """;
 
@@ -74,6 +77,17 @@ class CEmitterTest {
         assertTrue(t.contains("{ \"cuMemsetD8\", 2000, \"cuMemsetD8\", cuMemsetD8, cuMemsetD8_v2_ptds },"), t);
         assertTrue(t.contains("{ \"cuMemAlloc\", 3020, \"cuMemAlloc_v2\", cuMemAlloc_v2, NULL },"), t);
         assertTrue(t.contains("{ \"cuArrayCreate\", 0, \"cuArrayCreate\", cuArrayCreate, NULL },"), t);
+    }
+
+    @Test
+    void buffersCarryTheirLengthsInBytes() {
+        String c = new CEmitter(api).stubs();
+        int layout = c.indexOf("CUresult ivc_param_layout(uint32_t *count, uint64_t *entries, uint32_t capacity, CUstream f)");
+        assertTrue(layout >= 0 && !c.substring(layout - 11, layout).contains("IVC_EXPORT"), c);
+        assertTrue(c.contains("ivc_get_buf(&call, entries, (uint64_t)capacity * 8)"), c);
+        assertTrue(c.contains("ivc_put_buf(&call, params, (uint64_t)paramsSize)"), c);
+        int launch = c.indexOf("CUresult ivc_launch(CUstream f, const void *params, uint32_t paramsSize)");
+        assertTrue(launch >= 0 && c.indexOf("return ivc_async(&call);", launch) > launch, c);
     }
 
     @Test

@@ -1,0 +1,352 @@
+/* A CPU stand-in for libcuda.so.1, for the dry run only: it runs the validation and
+ * benchmark programs' host logic (argument handling, verification, checksums, the
+ * calls that must fail) on a machine without a GPU, so a bug in a program is found
+ * before device time is spent. It knows exactly the kernels in gpu/kernels and
+ * bench/kernels (by name) and computes them on the CPU; device pointers are host
+ * pointers; streams are synchronous. It says nothing about ivcuda or a real driver. */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int initialized;
+static int primary_retains;
+static struct { int tag; } primary_ctx_object, module_object;
+static __thread CUcontext ctx_stack[16];
+static __thread int ctx_depth;
+
+struct allocation {
+    uintptr_t base;
+    size_t size;
+    CUcontext ctx;
+    int host;
+    unsigned flags;
+};
+static struct allocation allocations[4096];
+
+static struct allocation *find_allocation(uintptr_t p)
+{
+    for (size_t i = 0; i < sizeof allocations / sizeof allocations[0]; i++) {
+        struct allocation *a = &allocations[i];
+        if (a->base != 0 && p >= a->base && p < a->base + a->size) return a;
+    }
+    return NULL;
+}
+
+static CUresult track(void *p, size_t size, int host, unsigned flags)
+{
+    if (p == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < sizeof allocations / sizeof allocations[0]; i++) {
+        if (allocations[i].base == 0) {
+            allocations[i] = (struct allocation){ (uintptr_t)p, size, ctx_depth ? ctx_stack[ctx_depth - 1] : NULL,
+                                                  host, flags };
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult untrack(uintptr_t p)
+{
+    struct allocation *a = find_allocation(p);
+    if (a == NULL || a->base != p) return CUDA_ERROR_INVALID_VALUE;
+    free((void *)a->base);
+    a->base = 0;
+    return CUDA_SUCCESS;
+}
+
+#define NEED_INIT() do { if (!initialized) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
+#define NEED_CTX() do { NEED_INIT(); if (ctx_depth == 0 || ctx_stack[ctx_depth - 1] == NULL) return CUDA_ERROR_INVALID_CONTEXT; } while (0)
+
+static const struct { CUresult code; const char *name; } names[] = {
+    { CUDA_SUCCESS, "CUDA_SUCCESS" }, { CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE" },
+    { CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY" }, { CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED" },
+    { CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE" }, { CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT" },
+    { CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE" }, { CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND" },
+    { CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY" }, { CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED" },
+    { CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED" }, { CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN" },
+};
+
+CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (names[i].code == error) {
+            *pStr = names[i].name;
+            return CUDA_SUCCESS;
+        }
+    }
+    *pStr = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGetErrorString(CUresult error, const char **pStr)
+{
+    CUresult r = cuGetErrorName(error, pStr);
+    if (r == CUDA_SUCCESS) *pStr = "mock error string";
+    return r;
+}
+
+CUresult cuInit(unsigned int flags) { (void)flags; initialized = 1; return CUDA_SUCCESS; }
+CUresult cuDriverGetVersion(int *v) { *v = 13000; return CUDA_SUCCESS; }
+CUresult cuDeviceGetCount(int *count) { NEED_INIT(); *count = 1; return CUDA_SUCCESS; }
+CUresult cuDeviceGet(CUdevice *dev, int ordinal)
+{
+    NEED_INIT();
+    if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+    *dev = 0;
+    return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev) { (void)dev; NEED_INIT(); snprintf(name, (size_t)len, "Mock GPU"); return CUDA_SUCCESS; }
+CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) { (void)dev; NEED_INIT(); memset(uuid->bytes, 0xab, 16); return CUDA_SUCCESS; }
+CUresult cuDeviceGetPCIBusId(char *bus, int len, CUdevice dev) { (void)dev; NEED_INIT(); snprintf(bus, (size_t)len, "0000:01:00.0"); return CUDA_SUCCESS; }
+CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *bus) { NEED_INIT(); *dev = 0; return strcmp(bus, "0000:01:00.0") ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS; }
+CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev) { (void)dev; NEED_INIT(); *bytes = (size_t)80 << 30; return CUDA_SUCCESS; }
+CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+    (void)dev;
+    NEED_INIT();
+    if ((int)attrib <= 0 || (int)attrib > 200) return CUDA_ERROR_INVALID_VALUE;
+    *pi = attrib == CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY ? 1 : (int)attrib * 3;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev)
+{
+    (void)params; (void)flags; (void)dev;
+    NEED_INIT();
+    *pctx = malloc(64);
+    if (ctx_depth == 16) return CUDA_ERROR_UNKNOWN;
+    ctx_stack[ctx_depth++] = *pctx;
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxDestroy(CUcontext ctx)
+{
+    NEED_INIT();
+    if (ctx_depth && ctx_stack[ctx_depth - 1] == ctx) ctx_depth--;
+    free(ctx);
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxGetCurrent(CUcontext *pctx) { NEED_INIT(); *pctx = ctx_depth ? ctx_stack[ctx_depth - 1] : NULL; return CUDA_SUCCESS; }
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    NEED_INIT();
+    if (ctx == NULL) {
+        if (ctx_depth) ctx_depth--;
+    } else if (ctx_depth) {
+        ctx_stack[ctx_depth - 1] = ctx;
+    } else {
+        ctx_stack[ctx_depth++] = ctx;
+    }
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxPushCurrent(CUcontext ctx) { NEED_INIT(); ctx_stack[ctx_depth++] = ctx; return CUDA_SUCCESS; }
+CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+    NEED_CTX();
+    CUcontext top = ctx_stack[--ctx_depth];
+    if (pctx) *pctx = top;
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxGetDevice(CUdevice *dev) { NEED_CTX(); *dev = 0; return CUDA_SUCCESS; }
+CUresult cuCtxSynchronize(void) { NEED_CTX(); return CUDA_SUCCESS; }
+CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *v) { (void)ctx; *v = 13000; return CUDA_SUCCESS; }
+CUresult cuCtxGetLimit(size_t *v, CUlimit limit) { (void)limit; NEED_CTX(); *v = 1024; return CUDA_SUCCESS; }
+CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) { NEED_CTX(); *least = 0; *greatest = -5; return CUDA_SUCCESS; }
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) { (void)dev; NEED_INIT(); primary_retains++; *pctx = (CUcontext)&primary_ctx_object; return CUDA_SUCCESS; }
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { (void)dev; NEED_INIT(); if (primary_retains) primary_retains--; return CUDA_SUCCESS; }
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) { (void)dev; NEED_INIT(); *flags = 0; *active = primary_retains > 0; return CUDA_SUCCESS; }
+
+CUresult cuMemGetInfo(size_t *free_bytes, size_t *total) { NEED_CTX(); *free_bytes = (size_t)79 << 30; *total = (size_t)80 << 30; return CUDA_SUCCESS; }
+CUresult cuMemAlloc(CUdeviceptr *dptr, size_t size)
+{
+    NEED_CTX();
+    if (size > ((size_t)80 << 30)) return CUDA_ERROR_OUT_OF_MEMORY;
+    void *p = malloc(size);
+    *dptr = (CUdeviceptr)(uintptr_t)p;
+    return track(p, size, 0, 0);
+}
+CUresult cuMemFree(CUdeviceptr d) { NEED_CTX(); return untrack((uintptr_t)d); }
+CUresult cuMemAllocHost(void **pp, size_t size) { NEED_CTX(); *pp = malloc(size); return track(*pp, size, 1, 0); }
+CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags) { NEED_CTX(); *pp = malloc(size); return track(*pp, size, 1, flags); }
+CUresult cuMemFreeHost(void *p) { NEED_CTX(); return untrack((uintptr_t)p); }
+CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
+{
+    struct allocation *a = find_allocation((uintptr_t)p);
+    if (a == NULL || !a->host) return CUDA_ERROR_INVALID_VALUE;
+    *flags = a->flags;
+    return CUDA_SUCCESS;
+}
+CUresult cuMemHostGetDevicePointer(CUdeviceptr *d, void *p, unsigned int flags)
+{
+    (void)flags;
+    if (find_allocation((uintptr_t)p) == NULL) return CUDA_ERROR_INVALID_VALUE;
+    *d = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+CUresult cuMemGetAddressRange(CUdeviceptr *base, size_t *size, CUdeviceptr d)
+{
+    struct allocation *a = find_allocation((uintptr_t)d);
+    if (a == NULL) return CUDA_ERROR_NOT_FOUND;
+    if (base) *base = (CUdeviceptr)a->base;
+    if (size) *size = a->size;
+    return CUDA_SUCCESS;
+}
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    struct allocation *a = find_allocation((uintptr_t)ptr);
+    if (a == NULL) return CUDA_ERROR_INVALID_VALUE;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned *)data = a->host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE; break;
+    case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = a->ctx; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = 0; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = a->size; break;
+    default: return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult copy(uintptr_t dst, uintptr_t src, size_t n) { memmove((void *)dst, (const void *)src, n); return CUDA_SUCCESS; }
+CUresult cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) { NEED_CTX(); return copy((uintptr_t)d, (uintptr_t)s, n); }
+CUresult cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) { NEED_CTX(); return copy((uintptr_t)d, (uintptr_t)s, n); }
+CUresult cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) { NEED_CTX(); return copy((uintptr_t)d, (uintptr_t)s, n); }
+CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream st) { (void)st; return cuMemcpyHtoD(d, s, n); }
+CUresult cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream st) { (void)st; return cuMemcpyDtoH(d, s, n); }
+CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { (void)st; return cuMemcpyDtoD(d, s, n); }
+CUresult cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) { NEED_CTX(); memset((void *)(uintptr_t)d, v, n); return CUDA_SUCCESS; }
+CUresult cuMemsetD16(CUdeviceptr d, unsigned short v, size_t n)
+{
+    NEED_CTX();
+    for (size_t i = 0; i < n; i++) memcpy((char *)(uintptr_t)d + 2 * i, &v, 2);
+    return CUDA_SUCCESS;
+}
+CUresult cuMemsetD32(CUdeviceptr d, unsigned int v, size_t n)
+{
+    NEED_CTX();
+    for (size_t i = 0; i < n; i++) memcpy((char *)(uintptr_t)d + 4 * i, &v, 4);
+    return CUDA_SUCCESS;
+}
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { (void)s; return cuMemsetD8(d, v, n); }
+CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) { (void)s; return cuMemsetD16(d, v, n); }
+CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s) { (void)s; return cuMemsetD32(d, v, n); }
+
+CUresult cuStreamCreate(CUstream *s, unsigned int flags) { (void)flags; NEED_CTX(); *s = malloc(8); return CUDA_SUCCESS; }
+CUresult cuStreamDestroy(CUstream s) { free(s); return CUDA_SUCCESS; }
+CUresult cuStreamQuery(CUstream s) { (void)s; NEED_CTX(); return CUDA_SUCCESS; }
+CUresult cuStreamSynchronize(CUstream s) { (void)s; NEED_CTX(); return CUDA_SUCCESS; }
+CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int f) { (void)s; (void)e; (void)f; return CUDA_SUCCESS; }
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+CUresult cuEventCreate(CUevent *e, unsigned int flags) { (void)flags; NEED_CTX(); *e = calloc(1, sizeof(double)); return CUDA_SUCCESS; }
+CUresult cuEventDestroy(CUevent e) { free(e); return CUDA_SUCCESS; }
+CUresult cuEventRecord(CUevent e, CUstream s) { (void)s; *(double *)(void *)e = now_ms(); return CUDA_SUCCESS; }
+CUresult cuEventSynchronize(CUevent e) { (void)e; return CUDA_SUCCESS; }
+CUresult cuEventQuery(CUevent e) { (void)e; return CUDA_SUCCESS; }
+CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { *ms = (float)(*(double *)(void *)b - *(double *)(void *)a); return CUDA_SUCCESS; }
+
+static const char *const kernel_names[] = { "vector_add", "matmul", "scale_add", "spin_then_fill", "sum_u32",
+                                            "fill_index", "empty_kernel", "sleep_kernel" };
+CUresult cuModuleLoadData(CUmodule *m, const void *image) { NEED_CTX(); if (!image) return CUDA_ERROR_INVALID_VALUE; *m = (CUmodule)&module_object; return CUDA_SUCCESS; }
+CUresult cuModuleLoadFatBinary(CUmodule *m, const void *image)
+{
+    NEED_CTX();
+    if (*(const uint32_t *)image != 0xBA55ED50u) return CUDA_ERROR_INVALID_IMAGE;
+    *m = (CUmodule)&module_object;
+    return CUDA_SUCCESS;
+}
+CUresult cuModuleUnload(CUmodule m) { (void)m; return CUDA_SUCCESS; }
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+    (void)m;
+    for (size_t i = 0; i < sizeof kernel_names / sizeof kernel_names[0]; i++) {
+        if (strcmp(kernel_names[i], name) == 0) {
+            *f = (CUfunction)(uintptr_t)kernel_names[i];
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_NOT_FOUND;
+}
+CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction f) { (void)f; *pi = (int)attrib + 10; return CUDA_SUCCESS; }
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int bs, size_t sm) { (void)f; (void)sm; *n = 2048 / bs; return CUDA_SUCCESS; }
+CUresult cuOccupancyMaxPotentialBlockSize(int *grid, int *block, CUfunction f, CUoccupancyB2DSize cb, size_t sm, int lim)
+{
+    (void)f; (void)cb; (void)sm; (void)lim;
+    *grid = 264;
+    *block = 256;
+    return CUDA_SUCCESS;
+}
+
+/* Parameter i of the launch: from kernelParams, or at `offset` in the extra buffer. */
+static void *param(void **kernel_params, void **extra, int i, size_t offset)
+{
+    if (kernel_params) return kernel_params[i];
+    for (int k = 0; extra && extra[k] != CU_LAUNCH_PARAM_END; k += 2) {
+        if (extra[k] == CU_LAUNCH_PARAM_BUFFER_POINTER) return (char *)extra[k + 1] + offset;
+    }
+    return NULL;
+}
+#define P(type, i, off) (*(type *)param(kernelParams, extra, (i), (off)))
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                        unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void **kernelParams,
+                        void **extra)
+{
+    (void)shared; (void)stream; (void)gz; (void)bz;
+    NEED_CTX();
+    const char *name = (const char *)(uintptr_t)f;
+    long threads = (long)gx * bx;
+    if (strcmp(name, "vector_add") == 0) {
+        float *a = (float *)(uintptr_t)P(CUdeviceptr, 0, 0), *b = (float *)(uintptr_t)P(CUdeviceptr, 1, 8);
+        float *c = (float *)(uintptr_t)P(CUdeviceptr, 2, 16);
+        int n = P(int, 3, 24);
+        for (long i = 0; i < threads && i < n; i++) c[i] = a[i] + b[i];
+    } else if (strcmp(name, "matmul") == 0) {
+        const float *A = (float *)(uintptr_t)P(CUdeviceptr, 0, 0), *B = (float *)(uintptr_t)P(CUdeviceptr, 1, 8);
+        float *C = (float *)(uintptr_t)P(CUdeviceptr, 2, 16);
+        int n = P(int, 3, 24);
+        if ((long)gx * bx != n || (long)gy * by != n) return CUDA_ERROR_INVALID_VALUE;
+        for (int r = 0; r < n; r++) {
+            for (int c = 0; c < n; c++) C[(size_t)r * n + c] = 0.0f;
+            for (int k = 0; k < n; k++) {
+                float a = A[(size_t)r * n + k];
+                for (int c = 0; c < n; c++) C[(size_t)r * n + c] += a * B[(size_t)k * n + c];
+            }
+        }
+    } else if (strcmp(name, "scale_add") == 0) {
+        float *x = (float *)(uintptr_t)P(CUdeviceptr, 0, 0);
+        float s = P(float, 1, 8), add = P(float, 2, 12);
+        int n = P(int, 3, 16);
+        for (long i = 0; i < threads && i < n; i++) x[i] = x[i] * s + add;
+    } else if (strcmp(name, "spin_then_fill") == 0) {
+        int *out = (int *)(uintptr_t)P(CUdeviceptr, 0, 0);
+        int value = P(int, 1, 8), n = P(int, 2, 12);
+        unsigned long long ns = P(unsigned long long, 3, 16);
+        usleep((useconds_t)(ns / 1000));
+        for (long i = 0; i < threads && i < n; i++) out[i] = value;
+    } else if (strcmp(name, "sum_u32") == 0) {
+        const unsigned *in = (unsigned *)(uintptr_t)P(CUdeviceptr, 0, 0);
+        int n = P(int, 1, 8);
+        unsigned long long *out = (unsigned long long *)(uintptr_t)P(CUdeviceptr, 2, 16), s = 0;
+        for (int i = 0; i < n; i++) s += in[i];
+        *out = s;
+    } else if (strcmp(name, "fill_index") == 0) {
+        unsigned *out = (unsigned *)(uintptr_t)P(CUdeviceptr, 0, 0);
+        int n = P(int, 1, 8);
+        for (long i = 0; i < threads && i < n; i++) out[i] = (unsigned)i * 3u + 1u;
+    } else if (strcmp(name, "sleep_kernel") == 0) {
+        double until = now_ms() + (double)P(unsigned long long, 0, 0) * 1e-6;
+        while (now_ms() < until) {
+        }
+    } else if (strcmp(name, "empty_kernel") != 0) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    return CUDA_SUCCESS;
+}
