@@ -40,6 +40,9 @@ struct ivc_channel {
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ivc_region region;
 static int attached;
+/* Whether cuInit has succeeded in this process: the real driver answers every other
+ * call before it with CUDA_ERROR_NOT_INITIALIZED, cached ones included. */
+static atomic_int initialized;
 static uint64_t token;
 static struct ivc_channel *channels; /* channel_count entries; in_use marks ours */
 static uint64_t process_heartbeat;
@@ -440,6 +443,10 @@ CUresult ivc_begin(struct ivc_call *call, uint32_t opcode, const char *name)
     memset(call, 0, sizeof *call);
     call->name = name;
     call->opcode = opcode;
+    if (opcode != IVC_OP_cuInit && !atomic_load_explicit(&initialized, memory_order_acquire)) {
+        ivc_trace("%s -> %d (before cuInit)", name, CUDA_ERROR_NOT_INITIALIZED);
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
     struct ivc_channel *ch = thread_channel;
     if (ch == NULL || !ch->in_use) {
         CUresult r = claim(&ch);
@@ -573,6 +580,8 @@ CUresult ivc_await(struct ivc_call *call)
     call->response = ch->response + IVC_MSG_HEADER;
     call->response_length = length;
     ivc_trace("%s -> %d (channel %u, seq %" PRIu64 ")", call->name, result, ch->index, seq);
+    if (call->opcode == IVC_OP_cuInit && result == CUDA_SUCCESS)
+        atomic_store_explicit(&initialized, 1, memory_order_release);
     return result;
 }
 

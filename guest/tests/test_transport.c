@@ -36,6 +36,9 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
 
 static void test_hello_and_round_trip(void)
 {
+    int before_init = 0;
+    /* like the real driver: nothing but cuInit (and the local calls) works before it */
+    CHECK(cuDeviceGetCount(&before_init) == CUDA_ERROR_NOT_INITIALIZED);
     CHECK(cuInit(0) == CUDA_SUCCESS);
     CHECK(fake.calls[IVC_OP_ivc_hello] == 1);
     CHECK(fake.last_hello_pid == (unsigned)getpid());
