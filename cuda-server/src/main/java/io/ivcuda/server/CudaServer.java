@@ -67,7 +67,13 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     private final Map<Long, Liveness> liveness = new HashMap<>();
 
     public CudaServer(ServerConfig config) {
+        this(config, null);
+    }
+
+    /** With a given backend (tests); null chooses by {@code backend}. */
+    CudaServer(ServerConfig config, CudaBackend backend) {
         this.config = config;
+        this.backend = backend;
         this.layout = Layout.compute(config.regionSize(), config.channelCount(), config.channelWindow());
     }
 
@@ -112,7 +118,9 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         header.putLong(POOL_SIZE, layout.poolSize(), LE);
         header.putInt(OWNER_TIMEOUT_MS, config.ownerTimeoutMs(), LE);
 
-        backend = config.backend().equals("host-memory") ? new HostMemoryBackend() : new JnaCudaBackend();
+        if (backend == null) {
+            backend = config.backend().equals("host-memory") ? new HostMemoryBackend() : new JnaCudaBackend();
+        }
         out = backend.newOut();
         vm = new Vm(region, layout, backend, config.memoryQuota());
         long features = initDriver();

@@ -31,6 +31,8 @@ public final class RequestHandlers implements Handler {
     private final CudaBackend cuda;
     private final Out out;
     private final Layout layout;
+    private final org.agrona.collections.Long2ObjectHashMap<long[]> layouts = new org.agrona.collections.Long2ObjectHashMap<>();
+    private int layoutError;
     private Owner owner;
     private boolean greeted;
 
@@ -931,9 +933,43 @@ public final class RequestHandlers implements Handler {
     }
 
     /**
-     * The kernel's parameter layout: one u64 entry per parameter, {@code offset << 32 | size}, from
-     * cuFuncGetParamInfo until it answers CUDA_ERROR_INVALID_VALUE (past the last parameter). {@code count}
-     * is the number of parameters even when the guest's capacity holds fewer entries.
+     * The parameter layout of a function as {@code offset << 32 | size} per parameter, asked from
+     * cuFuncGetParamInfo until it answers CUDA_ERROR_INVALID_VALUE (past the last parameter), and
+     * kept per worker: launches then cost no extra driver calls. Null with {@link #layoutError}.
+     */
+    private long[] paramLayout(HandleTable.Entry fn) {
+        long[] cached = layouts.get(fn.id());
+        if (cached != null) {
+            return cached;
+        }
+        long[] entries = new long[16];
+        int count = 0;
+        while (true) {
+            int result = cuda.funcGetParamInfo(out, fn.nativeValue(), count);
+            if (result == CuResult.INVALID_VALUE) {
+                break;
+            }
+            if (result != CuResult.SUCCESS) {
+                layoutError = result;
+                return null;
+            }
+            if (count == MAX_PARAMS || out.l0 < 0 || out.l0 > 0xffffffffL || out.l1 < 0 || out.l1 > 0xffffffffL) {
+                layoutError = CuResult.NOT_SUPPORTED;
+                return null;
+            }
+            if (count == entries.length) {
+                entries = java.util.Arrays.copyOf(entries, count * 2);
+            }
+            entries[count++] = out.l0 << 32 | out.l1;
+        }
+        long[] layout = java.util.Arrays.copyOf(entries, count);
+        layouts.put(fn.id(), layout);
+        return layout;
+    }
+
+    /**
+     * One u64 entry per parameter, {@code offset << 32 | size}; {@code count} is the number of
+     * parameters even when the guest's capacity holds fewer entries.
      */
     @Override
     public int ivc_param_layout(Reply r, int capacity, long f) {
@@ -941,27 +977,16 @@ public final class RequestHandlers implements Handler {
         if (fn == null) {
             return CuResult.INVALID_HANDLE;
         }
-        int count = 0;
-        int written = 0;
-        while (count < MAX_PARAMS) {
-            int result = cuda.funcGetParamInfo(out, fn.nativeValue(), count);
-            if (result == CuResult.INVALID_VALUE) {
-                break;
-            }
-            if (result != CuResult.SUCCESS) {
-                return result;
-            }
-            if (out.l0 < 0 || out.l0 > 0xffffffffL || out.l1 < 0 || out.l1 > 0xffffffffL) {
-                return CuResult.UNKNOWN;
-            }
-            if (written + 8 <= r.outbufCapacity()) {
-                r.buffer().putLong(r.outbufIndex() + written, out.l0 << 32 | out.l1, java.nio.ByteOrder.LITTLE_ENDIAN);
-                written += 8;
-            }
-            count++;
+        long[] entries = paramLayout(fn);
+        if (entries == null) {
+            return layoutError;
         }
-        r.set(0, count);
-        r.outbufLength(written);
+        int fit = Math.min(entries.length, r.outbufCapacity() / 8);
+        for (int i = 0; i < fit; i++) {
+            r.buffer().putLong(r.outbufIndex() + 8 * i, entries[i], java.nio.ByteOrder.LITTLE_ENDIAN);
+        }
+        r.set(0, entries.length);
+        r.outbufLength(fit * 8);
         return CuResult.SUCCESS;
     }
 
@@ -977,19 +1002,18 @@ public final class RequestHandlers implements Handler {
         if (s < 0) {
             return CuResult.INVALID_HANDLE;
         }
+        long[] entries = paramLayout(fn);
+        if (entries == null) {
+            return layoutError;
+        }
         // rebuild void** kernelParams over the packed buffer, validated against the layout's end
         long params = out.scratch + 64;
         long base = in.addressOffset() + paramsIndex;
-        int count = 0;
         long end = 0;
-        while (count < MAX_PARAMS) {
-            int result = cuda.funcGetParamInfo(out, fn.nativeValue(), count);
-            if (result != CuResult.SUCCESS) {
-                break;
-            }
-            end = Math.max(end, out.l0 + out.l1);
-            UnsafeApi.putLong(params + 8L * count, base + out.l0);
-            count++;
+        for (int i = 0; i < entries.length; i++) {
+            long offset = entries[i] >>> 32;
+            end = Math.max(end, offset + (entries[i] & 0xffffffffL));
+            UnsafeApi.putLong(params + 8L * i, base + offset);
         }
         // the guest packs up to the layout's end; a CU_LAUNCH_PARAM_BUFFER may carry trailing padding
         if (paramsLength < end) {
@@ -997,7 +1021,7 @@ public final class RequestHandlers implements Handler {
             return CuResult.INVALID_VALUE;
         }
         return cuda.launchKernel(fn.nativeValue(), gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                sharedMemBytes, s, count == 0 ? 0 : params);
+                sharedMemBytes, s, entries.length == 0 ? 0 : params);
     }
 
     // ---- streams and events ------------------------------------------------------------------
