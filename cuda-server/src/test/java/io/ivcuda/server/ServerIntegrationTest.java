@@ -344,4 +344,18 @@ class ServerIntegrationTest {
         assertEquals(0, c.c.getLongVolatile(ChannelLayout.OWNER));
         assertEquals(0, server.vm().allocated());
     }
+
+    @Test
+    void pointerAttributesComeFromTheOwnersRanges() {
+        Channel c = greeted(0, TOKEN);
+        long d = alloc(c, 5000);
+        Response type = c.call(Opcodes.IVC_POINTER_ATTRIBUTE, new Payload().scalar(4).scalar(2).scalar(d + 10));
+        assertEquals(CuResult.SUCCESS, type.result());
+        assertEquals(4, type.out(0));
+        assertEquals(2, type.buffer().getInt(type.payload() + 8, FakeGuest.LE), "CU_MEMORYTYPE_DEVICE");
+        Response start = c.call(Opcodes.IVC_POINTER_ATTRIBUTE, new Payload().scalar(8).scalar(11).scalar(d + 10));
+        assertEquals(d, start.buffer().getLong(start.payload() + 8, FakeGuest.LE));
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_POINTER_ATTRIBUTE,
+                new Payload().scalar(8).scalar(11).scalar(d + 5000)).result(), "one past the end");
+    }
 }

@@ -545,7 +545,8 @@ public final class RequestHandlers implements Handler {
         if (!inDevice(dst, size, "dst")) {
             return CuResult.INVALID_VALUE;
         }
-        return cuda.memcpyHtoD(dst, in.addressOffset() + dataIndex, size, s, false);
+        return s == 0 ? cuda.memcpyHtoD(dst, in.addressOffset() + dataIndex, size, 0, false)
+                : copyOnStream(dst, in.addressOffset() + dataIndex, size, s, true);
     }
 
     @Override
@@ -559,7 +560,8 @@ public final class RequestHandlers implements Handler {
             return CuResult.INVALID_VALUE;
         }
         // the ring slot is reused once consumed: the copy must be done before we move on
-        return cuda.memcpyHtoD(dst, in.addressOffset() + dataIndex, size, s, false);
+        return s == 0 ? cuda.memcpyHtoD(dst, in.addressOffset() + dataIndex, size, 0, false)
+                : copyOnStream(dst, in.addressOffset() + dataIndex, size, s, true);
     }
 
     @Override
@@ -575,7 +577,8 @@ public final class RequestHandlers implements Handler {
         if (!inDevice(src, size, "src")) {
             return CuResult.INVALID_VALUE;
         }
-        int result = cuda.memcpyDtoH(r.buffer().addressOffset() + r.outbufIndex(), src, size, s, false);
+        long into = r.buffer().addressOffset() + r.outbufIndex();
+        int result = s == 0 ? cuda.memcpyDtoH(into, src, size, 0, false) : copyOnStream(src, into, size, s, false);
         if (result == CuResult.SUCCESS) {
             r.outbufLength((int) size);
         }
@@ -739,6 +742,60 @@ public final class RequestHandlers implements Handler {
     @Override
     public int cuMemsetD32Async(long dstDevice, int ui, long n, long hStream) {
         return memset(4, dstDevice, ui, n, hStream, true);
+    }
+
+    private static final int CU_POINTER_ATTRIBUTE_CONTEXT = 1;
+    private static final int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
+    private static final int CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
+    private static final int CU_POINTER_ATTRIBUTE_BUFFER_ID = 7;
+    private static final int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
+    private static final int CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11;
+    private static final int CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12;
+    private static final int CU_MEMORYTYPE_DEVICE = 2;
+
+    /**
+     * Attributes of a device pointer, answered from the owner's ranges (the guest answers pool
+     * pointers itself). Pointers outside them get CUDA_ERROR_INVALID_VALUE, as from the driver.
+     */
+    @Override
+    public int ivc_pointer_attribute(Reply r, int capacity, int attribute, long ptr) {
+        DeviceRanges.Range range = owner.ranges().find(ptr);
+        if (range == null) {
+            return CuResult.INVALID_VALUE;
+        }
+        long value;
+        int size = 8;
+        switch (attribute) {
+            case CU_POINTER_ATTRIBUTE_CONTEXT -> {
+                HandleTable.Entry ctx = vm.handles().findNative(KIND_CTX, owner.token(), range.context());
+                value = ctx == null ? 0 : ctx.id();
+            }
+            case CU_POINTER_ATTRIBUTE_MEMORY_TYPE -> {
+                value = CU_MEMORYTYPE_DEVICE;
+                size = 4;
+            }
+            case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL -> {
+                value = 0;
+                size = 4;
+            }
+            case CU_POINTER_ATTRIBUTE_DEVICE_POINTER -> value = ptr;
+            case CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR -> value = range.base();
+            case CU_POINTER_ATTRIBUTE_RANGE_SIZE -> value = range.size();
+            default -> {
+                return unsupported(Opcodes.IVC_POINTER_ATTRIBUTE);
+            }
+        }
+        if (r.outbufCapacity() < size) {
+            warn("capacity", capacity + " bytes for a " + size + "-byte attribute", CuResult.INVALID_VALUE);
+            return CuResult.INVALID_VALUE;
+        }
+        if (size == 4) {
+            r.buffer().putInt(r.outbufIndex(), (int) value, java.nio.ByteOrder.LITTLE_ENDIAN);
+        } else {
+            r.buffer().putLong(r.outbufIndex(), value, java.nio.ByteOrder.LITTLE_ENDIAN);
+        }
+        r.outbufLength(size);
+        return CuResult.SUCCESS;
     }
 
     // ---- pool -----------------------------------------------------------------------------
