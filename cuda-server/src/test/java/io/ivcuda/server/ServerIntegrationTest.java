@@ -358,4 +358,25 @@ class ServerIntegrationTest {
         assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_POINTER_ATTRIBUTE,
                 new Payload().scalar(8).scalar(11).scalar(d + 5000)).result(), "one past the end");
     }
+
+    @Test
+    void refusedStreamedCopiesStillMoveEveryChunk() {
+        Channel c = greeted(0, TOKEN);
+        long d = alloc(c, 100);
+        byte[] big = new byte[2 * guest.windowSize + 7];
+        new Random(3).nextBytes(big);
+        Response bad = c.htodStream(d, big);
+        assertEquals(CuResult.INVALID_VALUE, bad.result(), "beyond the 100-byte allocation");
+        assertEquals(0, bad.payloadLen(), "no outs with an error");
+        byte[] back = new byte[big.length];
+        back[0] = 1;
+        assertEquals(CuResult.INVALID_VALUE, c.dtohStream(d, back).result());
+        assertEquals(0, back[0], "refused chunks arrive zero-filled");
+        assertEquals(c.c.getLongVolatile(ChannelLayout.GUEST_CHUNK), c.c.getLongVolatile(ChannelLayout.SERVER_CHUNK));
+        // the channel goes on
+        long e = alloc(c, big.length);
+        assertEquals(CuResult.SUCCESS, c.htodStream(e, big).result());
+        assertEquals(CuResult.SUCCESS, c.dtohStream(e, back).result());
+        assertArrayEquals(big, back);
+    }
 }

@@ -34,6 +34,7 @@ public final class ChannelWorker implements Runnable {
     private final BackoffIdleStrategy idle;
     private final int ringMask;
     private volatile boolean stop;
+    private boolean releaseOnExit;
     private volatile Thread thread;
     private boolean poisoned;
     private int sticky;
@@ -132,6 +133,9 @@ public final class ChannelWorker implements Runnable {
         } finally {
             handlers.detach();
             detach();
+            if (releaseOnExit) {
+                channel.compareAndSetLong(OWNER, token, 0);
+            }
         }
     }
 
@@ -203,6 +207,10 @@ public final class ChannelWorker implements Runnable {
                 }
                 sticky = 0;
             }
+            // outs travel only with CUDA_SUCCESS; a refused hello still carries its message (§4)
+            if (result != CuResult.SUCCESS && opcode != Opcodes.IVC_HELLO) {
+                responseLen = 0;
+            }
         }
         if (fault != null) {
             LOG.warn("channel {} pid {} {}: {} at fault → {}", state.index, ownerPid(), Opcodes.name(opcode), fault,
@@ -214,9 +222,9 @@ public final class ChannelWorker implements Runnable {
         state.lastSeq = req;
         channel.putLongRelease(RESP_SEQ, req);
         if (result == CuResult.NOT_INITIALIZED && !handlers.greeted()) {
-            // a channel whose first request is not a valid hello is reclaimed (§3)
+            // a channel whose first request is not a valid hello is reclaimed (§3), once at rest
             LOG.warn("channel {} pid {}: released (no valid ivc_hello)", state.index, ownerPid());
-            channel.compareAndSetLong(OWNER, token, 0);
+            releaseOnExit = true;
             stop = true;
         }
     }

@@ -590,18 +590,17 @@ public final class RequestHandlers implements Handler {
         return worker.channelAddress() + layout.windowOffset() + (chunk & 1) * (long) half;
     }
 
+    /**
+     * Host→device through the window. Every chunk is consumed even when the request fails, so
+     * guest_chunk and server_chunk end equal (§6); a failure is answered after the last chunk.
+     */
     @Override
     public int ivc_memcpy_htod_stream(Reply r, long dst, long stream, long size) {
         long s = stream(stream, "stream");
-        if (s < 0) {
-            return CuResult.INVALID_HANDLE;
-        }
-        if (size <= 0 || !inDevice(dst, size, "dst")) {
-            return CuResult.INVALID_VALUE;
-        }
+        int result = s < 0 ? CuResult.INVALID_HANDLE
+                : size <= 0 || !inDevice(dst, size, "dst") ? CuResult.INVALID_VALUE : CuResult.SUCCESS;
         int half = layout.windowSize() / 2;
         long chunk = worker.state().serverChunk;
-        int result = CuResult.SUCCESS;
         for (long done = 0; done < size; done += half, chunk++) {
             long n = Math.min(half, size - done);
             if (!worker.awaitGuestChunk(chunk + 1)) {
@@ -611,7 +610,6 @@ public final class RequestHandlers implements Handler {
                 result = s == 0 ? cuda.memcpyHtoD(dst + done, slotAddress(chunk), n, 0, false)
                         : copyOnStream(dst + done, slotAddress(chunk), n, s, true);
             }
-            // keep the chunk protocol going even after a failure, so both sides end equal
             worker.publishServerChunk(chunk + 1);
         }
         return result;
@@ -622,18 +620,17 @@ public final class RequestHandlers implements Handler {
         return result == CuResult.SUCCESS ? cuda.streamSynchronize(s) : result;
     }
 
+    /**
+     * Device→host through the window: every chunk is produced (zero-filled once the request has
+     * failed), so the counters end equal (§6).
+     */
     @Override
     public int ivc_memcpy_dtoh_stream(Reply r, long src, long stream, long size) {
         long s = stream(stream, "stream");
-        if (s < 0) {
-            return CuResult.INVALID_HANDLE;
-        }
-        if (size <= 0 || !inDevice(src, size, "src")) {
-            return CuResult.INVALID_VALUE;
-        }
+        int result = s < 0 ? CuResult.INVALID_HANDLE
+                : size <= 0 || !inDevice(src, size, "src") ? CuResult.INVALID_VALUE : CuResult.SUCCESS;
         int half = layout.windowSize() / 2;
         long chunk = worker.state().serverChunk;
-        int result = CuResult.SUCCESS;
         for (long done = 0; done < size; done += half, chunk++) {
             long n = Math.min(half, size - done);
             // the slot of chunk c is free once the guest drained chunk c-2
@@ -643,6 +640,9 @@ public final class RequestHandlers implements Handler {
             if (result == CuResult.SUCCESS) {
                 result = s == 0 ? cuda.memcpyDtoH(slotAddress(chunk), src + done, n, 0, false)
                         : copyOnStream(src + done, slotAddress(chunk), n, s, false);
+            }
+            if (result != CuResult.SUCCESS) {
+                UnsafeApi.setMemory(slotAddress(chunk), n, (byte) 0);
             }
             worker.publishServerChunk(chunk + 1);
         }
@@ -840,8 +840,11 @@ public final class RequestHandlers implements Handler {
     @Override
     public int ivc_module_load(Reply r, DirectBuffer in, long imageHash, long imageSize, int sendImage,
                                int jitOptionsIndex, int jitOptionsLength, long jitOptionsSize) {
-        if (imageSize <= 0 || imageSize > (1L << 31)) {
-            warn("imageSize", String.valueOf(imageSize), CuResult.INVALID_VALUE);
+        if (imageSize <= 0 || imageSize > MAX_IMAGE) {
+            warn("imageSize", imageSize + " is not in 1.." + MAX_IMAGE, CuResult.INVALID_VALUE);
+            if (sendImage != 0 && !discardChunks(imageSize)) {
+                return CuResult.DEVICE_UNAVAILABLE;
+            }
             return CuResult.INVALID_VALUE;
         }
         String key = Long.toHexString(imageHash) + ":" + imageSize;
@@ -883,6 +886,21 @@ public final class RequestHandlers implements Handler {
             r.set(0, vm.handles().mint(KIND_MODULE, owner.token(), nativeModule, currentNativeContext()));
         }
         return result;
+    }
+
+    private static final long MAX_IMAGE = 1L << 31;
+
+    /** Consumes the chunks of a refused host→device transfer so the counters end equal. */
+    private boolean discardChunks(long size) {
+        int half = layout.windowSize() / 2;
+        long chunk = worker.state().serverChunk;
+        for (long done = 0; done < size; done += half, chunk++) {
+            if (!worker.awaitGuestChunk(chunk + 1)) {
+                return false;
+            }
+            worker.publishServerChunk(chunk + 1);
+        }
+        return true;
     }
 
     static long fnv1a(long address, long size) {
