@@ -37,7 +37,8 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final int CU_MEMHOSTREGISTER_PORTABLE = 1;
     private static final int CU_MEMHOSTREGISTER_DEVICEMAP = 2;
-    private static final long WATCH_PERIOD_NS = TimeUnit.MICROSECONDS.toNanos(200);
+    /** How often the watcher looks for claims: a new guest thread's first call waits at most this. */
+    private static final long WATCH_PERIOD_NS = TimeUnit.MILLISECONDS.toNanos(1);
     private static final long HEARTBEAT_MS = 100;
     private static final int GUEST_BEATS_FOR_RECLAIM = 8;
 

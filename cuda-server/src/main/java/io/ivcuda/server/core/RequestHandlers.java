@@ -33,6 +33,8 @@ public final class RequestHandlers implements Handler {
     private final Layout layout;
     private final org.agrona.collections.Long2ObjectHashMap<long[]> layouts = new org.agrona.collections.Long2ObjectHashMap<>();
     private int layoutError;
+    private long lastContextNative;
+    private long lastContextId;
     private Owner owner;
     private boolean greeted;
 
@@ -242,11 +244,21 @@ public final class RequestHandlers implements Handler {
     /** The guest id for the native current context (0 when none or not this process's). */
     private long currentContextId() {
         cuda.ctxGetCurrent(out);
-        if (out.l0 == 0) {
+        long nativeCtx = out.l0;
+        if (nativeCtx == 0) {
             return 0;
         }
-        HandleTable.Entry e = vm.handles().findNative(KIND_CTX, owner.token(), out.l0);
-        return e == null ? 0 : e.id();
+        // cudart asks for the current context all the time: remember the last answer (still checked)
+        if (nativeCtx == lastContextNative && vm.handles().lookup(lastContextId, KIND_CTX, owner.token()) != null) {
+            return lastContextId;
+        }
+        HandleTable.Entry e = vm.handles().findNative(KIND_CTX, owner.token(), nativeCtx);
+        if (e == null) {
+            return 0;
+        }
+        lastContextNative = nativeCtx;
+        lastContextId = e.id();
+        return e.id();
     }
 
     @Override
