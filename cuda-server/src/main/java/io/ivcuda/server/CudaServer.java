@@ -158,11 +158,9 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         if (backend.driverGetVersion(out) == CuResult.SUCCESS) {
             vm.hostDriverVersion(out.i0);
         }
-        int ordinal;
-        try {
-            ordinal = Integer.parseInt(config.gpu());
-        } catch (NumberFormatException e) {
-            LOG.error("gpu = {}: only device indexes are supported yet — guests get CUDA_ERROR_NO_DEVICE", config.gpu());
+        int ordinal = ordinalOf(config.gpu());
+        if (ordinal < 0) {
+            LOG.error("gpu = {}: no such device index or UUID on this host — guests get CUDA_ERROR_NO_DEVICE", config.gpu());
             vm.initResult(CuResult.NO_DEVICE);
             return 0;
         }
@@ -192,6 +190,33 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
             vm.poolDevicePointer(out.l0);
         }
         return FEATURE_POOL_REGISTERED;
+    }
+
+    /** A device index, or the index of the device whose UUID is {@code GPU-xxxxxxxx-xxxx-...}; -1 if none. */
+    private int ordinalOf(String gpu) {
+        try {
+            return Integer.parseInt(gpu);
+        } catch (NumberFormatException notAnIndex) {
+            String wanted = gpu.toLowerCase(java.util.Locale.ROOT).replace("gpu-", "").replace("-", "");
+            if (backend.deviceGetCount(out) != CuResult.SUCCESS) {
+                return -1;
+            }
+            int count = out.i0;
+            for (int i = 0; i < count; i++) {
+                if (backend.deviceGet(out, i) != CuResult.SUCCESS
+                        || backend.deviceGetUuid(out.scratch, out.i0) != CuResult.SUCCESS) {
+                    continue;
+                }
+                StringBuilder hex = new StringBuilder();
+                for (int b = 0; b < 16; b++) {
+                    hex.append(String.format("%02x", org.agrona.UnsafeApi.getByte(out.scratch + b) & 0xff));
+                }
+                if (hex.toString().equals(wanted)) {
+                    return i;
+                }
+            }
+            return -1;
+        }
     }
 
     private void message(String text) {

@@ -379,4 +379,12 @@ class ServerIntegrationTest {
         assertEquals(CuResult.SUCCESS, c.dtohStream(e, back).result());
         assertArrayEquals(big, back);
     }
+
+    @Test
+    void gpuMayBeNamedByUuid() throws Exception {
+        start(0, "gpu=GPU-11111111-1111-1111-1111-111111111111"); // the host-memory device's UUID
+        assertEquals(CuResult.SUCCESS, greeted(0, TOKEN).call(Opcodes.CU_INIT, new Payload().scalar(0)).result());
+        start(0, "gpu=GPU-22222222-1111-1111-1111-111111111111");
+        assertEquals(CuResult.NO_DEVICE, greeted(0, TOKEN).call(Opcodes.CU_INIT, new Payload().scalar(0)).result());
+    }
 }

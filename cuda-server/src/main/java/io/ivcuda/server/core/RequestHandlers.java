@@ -881,10 +881,21 @@ public final class RequestHandlers implements Handler {
                         CuResult.INVALID_VALUE);
                 return CuResult.INVALID_VALUE;
             }
+            if (!vm.reserveImage(imageSize)) {
+                // over the VM's image budget: load it, but do not keep it
+                int result = cuda.moduleLoadData(out, copy);
+                long nativeModule = out.l0;
+                UnsafeApi.freeMemory(copy);
+                if (result == CuResult.SUCCESS) {
+                    r.set(0, vm.handles().mint(KIND_MODULE, owner.token(), nativeModule, currentNativeContext()));
+                }
+                return result;
+            }
             Vm.Image fresh = new Vm.Image(imageHash, imageSize, copy);
             Vm.Image prior = vm.images().putIfAbsent(key, fresh);
             if (prior != null) {
                 UnsafeApi.freeMemory(copy);
+                vm.releaseImage(imageSize);
                 image = prior;
             } else {
                 image = fresh;
