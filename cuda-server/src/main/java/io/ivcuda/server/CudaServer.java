@@ -316,7 +316,12 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
                 }
             }
         }
-        vm.reclaim(token, backend.newOut());
+        Out scratch = backend.newOut();
+        try {
+            vm.reclaim(token, scratch);
+        } finally {
+            scratch.free();
+        }
     }
 
     /** Reclaims a token from a watcher-independent caller (tests, liveness). */
@@ -368,6 +373,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
             backend.primaryCtxRelease(vm.nativeDevice());
         }
         vm.close();
+        out.free();
         header.putIntRelease(SERVER_STATE, STATE_STOPPED);
         region.close();
         region = null;

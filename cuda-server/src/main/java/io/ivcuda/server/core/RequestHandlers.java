@@ -50,12 +50,13 @@ public final class RequestHandlers implements Handler {
         return greeted;
     }
 
-    /** The worker leaves: nothing current on this host thread for a future guest thread. */
+    /** The worker leaves for good: nothing current on its thread, its scratch memory freed. */
     void detach() {
         if (greeted) {
             cuda.ctxSetCurrent(0);
         }
         greeted = false;
+        out.free();
     }
 
     private void warn(String field, String detail, int result) {
