@@ -387,4 +387,19 @@ class ServerIntegrationTest {
         start(0, "gpu=GPU-22222222-1111-1111-1111-111111111111");
         assertEquals(CuResult.NO_DEVICE, greeted(0, TOKEN).call(Opcodes.CU_INIT, new Payload().scalar(0)).result());
     }
+
+    @Test
+    void anotherProcessMayClaimAReleasedChannelAtOnce() {
+        for (int i = 0; i < 30; i++) {
+            Channel c = greeted(4, TOKEN + 2 * i);
+            assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_GOODBYE, new Payload()).result());
+            c.release();
+            // no waiting for the old worker to leave: the new hello must be answered by the right worker
+            Channel next = guest.claim(4, TOKEN + 2 * i + 1);
+            assertEquals(CuResult.SUCCESS, next.hello().result(), "round " + i);
+            assertEquals(CuResult.SUCCESS, next.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+            assertEquals(CuResult.SUCCESS, next.call(Opcodes.IVC_GOODBYE, new Payload()).result());
+            next.release();
+        }
+    }
 }

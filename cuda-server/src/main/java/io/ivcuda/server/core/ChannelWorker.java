@@ -140,24 +140,29 @@ public final class ChannelWorker implements Runnable {
     }
 
     /**
-     * Leaves the channel consistent for its next owner (docs/protocol.md §3, Release): resp_seq =
-     * req_seq, ring_head = ring_tail, server_chunk = guest_chunk, attached = 0.
+     * Leaves the channel at rest for its next owner (docs/protocol.md §3): resp_seq = req_seq,
+     * ring_head = ring_tail, server_chunk = guest_chunk, then attached = 0. Settling happens only
+     * while the channel is still this owner's (reclaim, refused hello, server stop): once the guest
+     * released it, it was at rest already, and another process may have claimed it and published
+     * its first request, which is not ours to answer.
      */
     private void detach() {
-        long pending = channel.getLongAcquire(REQ_SEQ);
-        if (pending != state.lastSeq) {
-            // a request published but never served: answer it so the guest does not read a stale response
-            int responseArea = layout.responseAreaOffset();
-            channel.putInt(responseArea + MSG_OPCODE_OR_RESULT, CuResult.NOT_INITIALIZED, LE);
-            channel.putInt(responseArea + MSG_PAYLOAD_LEN, 0, LE);
-            channel.putLong(responseArea + MSG_SEQ, pending, LE);
+        if (channel.getLongVolatile(OWNER) == token) {
+            long pending = channel.getLongAcquire(REQ_SEQ);
+            if (pending != state.lastSeq) {
+                // a request published but never served: answer it so the guest does not read a stale response
+                int responseArea = layout.responseAreaOffset();
+                channel.putInt(responseArea + MSG_OPCODE_OR_RESULT, CuResult.NOT_INITIALIZED, LE);
+                channel.putInt(responseArea + MSG_PAYLOAD_LEN, 0, LE);
+                channel.putLong(responseArea + MSG_SEQ, pending, LE);
+            }
+            state.lastSeq = pending;
+            state.ringHead = channel.getLongAcquire(RING_TAIL);
+            state.serverChunk = channel.getLongAcquire(GUEST_CHUNK);
+            channel.putLongRelease(RING_HEAD, state.ringHead);
+            channel.putLongRelease(SERVER_CHUNK, state.serverChunk);
+            channel.putLongRelease(RESP_SEQ, state.lastSeq);
         }
-        state.lastSeq = pending;
-        state.ringHead = channel.getLongAcquire(RING_TAIL);
-        state.serverChunk = channel.getLongAcquire(GUEST_CHUNK);
-        channel.putLongRelease(RING_HEAD, state.ringHead);
-        channel.putLongRelease(SERVER_CHUNK, state.serverChunk);
-        channel.putLongRelease(RESP_SEQ, state.lastSeq);
         channel.putIntRelease(ATTACHED, 0);
     }
 
