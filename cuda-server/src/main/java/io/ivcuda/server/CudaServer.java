@@ -37,7 +37,8 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final int CU_MEMHOSTREGISTER_PORTABLE = 1;
     private static final int CU_MEMHOSTREGISTER_DEVICEMAP = 2;
-    private static final long WATCH_PERIOD_NS = TimeUnit.MICROSECONDS.toNanos(200);
+    /** How often the watcher looks for claims: a new guest thread's first call waits at most this. */
+    private static final long WATCH_PERIOD_NS = TimeUnit.MILLISECONDS.toNanos(1);
     private static final long HEARTBEAT_MS = 100;
     private static final int GUEST_BEATS_FOR_RECLAIM = 8;
 
@@ -67,7 +68,13 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     private final Map<Long, Liveness> liveness = new HashMap<>();
 
     public CudaServer(ServerConfig config) {
+        this(config, null);
+    }
+
+    /** With a given backend (tests); null chooses by {@code backend}. */
+    CudaServer(ServerConfig config, CudaBackend backend) {
         this.config = config;
+        this.backend = backend;
         this.layout = Layout.compute(config.regionSize(), config.channelCount(), config.channelWindow());
     }
 
@@ -112,7 +119,9 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         header.putLong(POOL_SIZE, layout.poolSize(), LE);
         header.putInt(OWNER_TIMEOUT_MS, config.ownerTimeoutMs(), LE);
 
-        backend = config.backend().equals("host-memory") ? new HostMemoryBackend() : new JnaCudaBackend();
+        if (backend == null) {
+            backend = config.backend().equals("host-memory") ? new HostMemoryBackend() : new JnaCudaBackend();
+        }
         out = backend.newOut();
         vm = new Vm(region, layout, backend, config.memoryQuota());
         long features = initDriver();
@@ -149,11 +158,9 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         if (backend.driverGetVersion(out) == CuResult.SUCCESS) {
             vm.hostDriverVersion(out.i0);
         }
-        int ordinal;
-        try {
-            ordinal = Integer.parseInt(config.gpu());
-        } catch (NumberFormatException e) {
-            LOG.error("gpu = {}: only device indexes are supported yet — guests get CUDA_ERROR_NO_DEVICE", config.gpu());
+        int ordinal = ordinalOf(config.gpu());
+        if (ordinal < 0) {
+            LOG.error("gpu = {}: no such device index or UUID on this host — guests get CUDA_ERROR_NO_DEVICE", config.gpu());
             vm.initResult(CuResult.NO_DEVICE);
             return 0;
         }
@@ -183,6 +190,33 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
             vm.poolDevicePointer(out.l0);
         }
         return FEATURE_POOL_REGISTERED;
+    }
+
+    /** A device index, or the index of the device whose UUID is {@code GPU-xxxxxxxx-xxxx-...}; -1 if none. */
+    private int ordinalOf(String gpu) {
+        try {
+            return Integer.parseInt(gpu);
+        } catch (NumberFormatException notAnIndex) {
+            String wanted = gpu.toLowerCase(java.util.Locale.ROOT).replace("gpu-", "").replace("-", "");
+            if (backend.deviceGetCount(out) != CuResult.SUCCESS) {
+                return -1;
+            }
+            int count = out.i0;
+            for (int i = 0; i < count; i++) {
+                if (backend.deviceGet(out, i) != CuResult.SUCCESS
+                        || backend.deviceGetUuid(out.scratch, out.i0) != CuResult.SUCCESS) {
+                    continue;
+                }
+                StringBuilder hex = new StringBuilder();
+                for (int b = 0; b < 16; b++) {
+                    hex.append(String.format("%02x", org.agrona.UnsafeApi.getByte(out.scratch + b) & 0xff));
+                }
+                if (hex.toString().equals(wanted)) {
+                    return i;
+                }
+            }
+            return -1;
+        }
     }
 
     private void message(String text) {
@@ -282,7 +316,12 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
                 }
             }
         }
-        vm.reclaim(token, backend.newOut());
+        Out scratch = backend.newOut();
+        try {
+            vm.reclaim(token, scratch);
+        } finally {
+            scratch.free();
+        }
     }
 
     /** Reclaims a token from a watcher-independent caller (tests, liveness). */
@@ -334,6 +373,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
             backend.primaryCtxRelease(vm.nativeDevice());
         }
         vm.close();
+        out.free();
         header.putIntRelease(SERVER_STATE, STATE_STOPPED);
         region.close();
         region = null;

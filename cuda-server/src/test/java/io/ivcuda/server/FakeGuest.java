@@ -190,6 +190,22 @@ final class FakeGuest implements AutoCloseable {
             return awaitResponse(seq);
         }
 
+        /** Any request whose data follows through the window (e.g. ivc_module_load with sendImage 1). */
+        Response streamRequest(int opcode, Payload p, byte[] data) {
+            long seq = publish(opcode, p);
+            int half = windowSize / 2;
+            long chunk = c.getLongAcquire(SERVER_CHUNK);
+            for (int done = 0; done < data.length; done += half, chunk++) {
+                while (c.getLongAcquire(SERVER_CHUNK) < chunk - 1) {
+                    Thread.onSpinWait();
+                }
+                int n = Math.min(half, data.length - done);
+                c.putBytes(window + (int) (chunk & 1) * half, data, done, n);
+                c.putLongRelease(GUEST_CHUNK, chunk + 1);
+            }
+            return awaitResponse(seq);
+        }
+
         /** A streamed device→host copy: the server fills, the guest drains. */
         Response dtohStream(long src, byte[] into) {
             long seq = publish(Opcodes.IVC_MEMCPY_DTOH_STREAM, new Payload().scalar(src).scalar(0).scalar(into.length));

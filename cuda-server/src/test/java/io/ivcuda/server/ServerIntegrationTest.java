@@ -344,4 +344,62 @@ class ServerIntegrationTest {
         assertEquals(0, c.c.getLongVolatile(ChannelLayout.OWNER));
         assertEquals(0, server.vm().allocated());
     }
+
+    @Test
+    void pointerAttributesComeFromTheOwnersRanges() {
+        Channel c = greeted(0, TOKEN);
+        long d = alloc(c, 5000);
+        Response type = c.call(Opcodes.IVC_POINTER_ATTRIBUTE, new Payload().scalar(4).scalar(2).scalar(d + 10));
+        assertEquals(CuResult.SUCCESS, type.result());
+        assertEquals(4, type.out(0));
+        assertEquals(2, type.buffer().getInt(type.payload() + 8, FakeGuest.LE), "CU_MEMORYTYPE_DEVICE");
+        Response start = c.call(Opcodes.IVC_POINTER_ATTRIBUTE, new Payload().scalar(8).scalar(11).scalar(d + 10));
+        assertEquals(d, start.buffer().getLong(start.payload() + 8, FakeGuest.LE));
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_POINTER_ATTRIBUTE,
+                new Payload().scalar(8).scalar(11).scalar(d + 5000)).result(), "one past the end");
+    }
+
+    @Test
+    void refusedStreamedCopiesStillMoveEveryChunk() {
+        Channel c = greeted(0, TOKEN);
+        long d = alloc(c, 100);
+        byte[] big = new byte[2 * guest.windowSize + 7];
+        new Random(3).nextBytes(big);
+        Response bad = c.htodStream(d, big);
+        assertEquals(CuResult.INVALID_VALUE, bad.result(), "beyond the 100-byte allocation");
+        assertEquals(0, bad.payloadLen(), "no outs with an error");
+        byte[] back = new byte[big.length];
+        back[0] = 1;
+        assertEquals(CuResult.INVALID_VALUE, c.dtohStream(d, back).result());
+        assertEquals(0, back[0], "refused chunks arrive zero-filled");
+        assertEquals(c.c.getLongVolatile(ChannelLayout.GUEST_CHUNK), c.c.getLongVolatile(ChannelLayout.SERVER_CHUNK));
+        // the channel goes on
+        long e = alloc(c, big.length);
+        assertEquals(CuResult.SUCCESS, c.htodStream(e, big).result());
+        assertEquals(CuResult.SUCCESS, c.dtohStream(e, back).result());
+        assertArrayEquals(big, back);
+    }
+
+    @Test
+    void gpuMayBeNamedByUuid() throws Exception {
+        start(0, "gpu=GPU-11111111-1111-1111-1111-111111111111"); // the host-memory device's UUID
+        assertEquals(CuResult.SUCCESS, greeted(0, TOKEN).call(Opcodes.CU_INIT, new Payload().scalar(0)).result());
+        start(0, "gpu=GPU-22222222-1111-1111-1111-111111111111");
+        assertEquals(CuResult.NO_DEVICE, greeted(0, TOKEN).call(Opcodes.CU_INIT, new Payload().scalar(0)).result());
+    }
+
+    @Test
+    void anotherProcessMayClaimAReleasedChannelAtOnce() {
+        for (int i = 0; i < 30; i++) {
+            Channel c = greeted(4, TOKEN + 2 * i);
+            assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_GOODBYE, new Payload()).result());
+            c.release();
+            // no waiting for the old worker to leave: the new hello must be answered by the right worker
+            Channel next = guest.claim(4, TOKEN + 2 * i + 1);
+            assertEquals(CuResult.SUCCESS, next.hello().result(), "round " + i);
+            assertEquals(CuResult.SUCCESS, next.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+            assertEquals(CuResult.SUCCESS, next.call(Opcodes.IVC_GOODBYE, new Payload()).result());
+            next.release();
+        }
+    }
 }

@@ -25,7 +25,6 @@ final class CudaDriver {
     static native int cuDeviceGetPCIBusId(long busId, int len, int dev);
     static native int cuDeviceTotalMem_v2(long pBytes, int dev);
     static native int cuDeviceGetAttribute(long pi, int attrib, int dev);
-    static native int cuCtxCreate_v2(long pctx, int flags, int dev);
     static native int cuCtxDestroy_v2(long ctx);
     static native int cuCtxGetCurrent(long pctx);
     static native int cuCtxSetCurrent(long ctx);
@@ -81,7 +80,6 @@ final class CudaDriver {
     static native int cuFuncGetAttribute(long pi, int attrib, long func);
     static native int cuFuncSetAttribute(long func, int attrib, int value);
     static native int cuFuncSetCacheConfig(long func, int config);
-    static native int cuFuncGetParamInfo(long func, long index, long poffset, long psize);
     static native int cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(long pn, long func, int blockSize,
                                                                            long smem, int flags);
     static native int cuLaunchKernel(long f, int gx, int gy, int gz, int bx, int by, int bz, int smem, long stream,

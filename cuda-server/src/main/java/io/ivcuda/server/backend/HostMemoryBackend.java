@@ -16,7 +16,7 @@ import org.apache.logging.log4j.Logger;
  * once; contexts are counters with a per-thread current stack. Modules and launches are not
  * supported. Never a substitute for the GPU path.
  */
-public final class HostMemoryBackend implements CudaBackend {
+public class HostMemoryBackend implements CudaBackend {
     private static final Logger LOG = LogManager.getLogger(HostMemoryBackend.class);
     private static final long DEVICE_BASE = 0x7_0000_0000L;
     private static final long TOTAL = 1L << 30;

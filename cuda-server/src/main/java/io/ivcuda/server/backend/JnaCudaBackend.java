@@ -15,6 +15,7 @@ public final class JnaCudaBackend implements CudaBackend {
     private static final Logger LOG = LogManager.getLogger(JnaCudaBackend.class);
 
     private final boolean loaded;
+    private final boolean optional;
 
     public JnaCudaBackend() {
         boolean ok;
@@ -26,6 +27,17 @@ public final class JnaCudaBackend implements CudaBackend {
             ok = false;
         }
         loaded = ok;
+        boolean more = false;
+        if (ok) {
+            try {
+                Class.forName(CudaDriverOptional.class.getName(), true, CudaDriverOptional.class.getClassLoader());
+                more = true;
+            } catch (Throwable e) {
+                LOG.error("libcuda.so.1 lacks cuCtxCreate_v2 or cuFuncGetParamInfo ({}): cuCtxCreate and kernel "
+                        + "launches answer CUDA_ERROR_NOT_SUPPORTED — the host driver is older than CUDA 12.4", e.toString());
+            }
+        }
+        optional = more;
     }
 
     public boolean loaded() {
@@ -123,7 +135,10 @@ public final class JnaCudaBackend implements CudaBackend {
         if (!loaded) {
             return CuResult.NO_DEVICE;
         }
-        int r = cuCtxCreate_v2(s(o, 0), flags, device);
+        if (!optional) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverOptional.cuCtxCreate_v2(s(o, 0), flags, device);
         o.l0 = UnsafeApi.getLong(s(o, 0));
         return r;
     }
@@ -496,7 +511,10 @@ public final class JnaCudaBackend implements CudaBackend {
         if (!loaded) {
             return CuResult.NO_DEVICE;
         }
-        int r = cuFuncGetParamInfo(function, index, s(o, 0), s(o, 1));
+        if (!optional) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverOptional.cuFuncGetParamInfo(function, index, s(o, 0), s(o, 1));
         o.l0 = UnsafeApi.getLong(s(o, 0));
         o.l1 = UnsafeApi.getLong(s(o, 1));
         return r;

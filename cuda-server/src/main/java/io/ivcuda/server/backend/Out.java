@@ -18,4 +18,9 @@ public final class Out {
     public Out(long scratch) {
         this.scratch = scratch;
     }
+
+    /** Frees the scratch memory (allocated with Agrona's UnsafeApi by every backend). */
+    public void free() {
+        org.agrona.UnsafeApi.freeMemory(scratch);
+    }
 }

@@ -34,6 +34,7 @@ public final class ChannelWorker implements Runnable {
     private final BackoffIdleStrategy idle;
     private final int ringMask;
     private volatile boolean stop;
+    private boolean releaseOnExit;
     private volatile Thread thread;
     private boolean poisoned;
     private int sticky;
@@ -132,28 +133,36 @@ public final class ChannelWorker implements Runnable {
         } finally {
             handlers.detach();
             detach();
+            if (releaseOnExit) {
+                channel.compareAndSetLong(OWNER, token, 0);
+            }
         }
     }
 
     /**
-     * Leaves the channel consistent for its next owner (docs/protocol.md §3, Release): resp_seq =
-     * req_seq, ring_head = ring_tail, server_chunk = guest_chunk, attached = 0.
+     * Leaves the channel at rest for its next owner (docs/protocol.md §3): resp_seq = req_seq,
+     * ring_head = ring_tail, server_chunk = guest_chunk, then attached = 0. Settling happens only
+     * while the channel is still this owner's (reclaim, refused hello, server stop): once the guest
+     * released it, it was at rest already, and another process may have claimed it and published
+     * its first request, which is not ours to answer.
      */
     private void detach() {
-        long pending = channel.getLongAcquire(REQ_SEQ);
-        if (pending != state.lastSeq) {
-            // a request published but never served: answer it so the guest does not read a stale response
-            int responseArea = layout.responseAreaOffset();
-            channel.putInt(responseArea + MSG_OPCODE_OR_RESULT, CuResult.NOT_INITIALIZED, LE);
-            channel.putInt(responseArea + MSG_PAYLOAD_LEN, 0, LE);
-            channel.putLong(responseArea + MSG_SEQ, pending, LE);
+        if (channel.getLongVolatile(OWNER) == token) {
+            long pending = channel.getLongAcquire(REQ_SEQ);
+            if (pending != state.lastSeq) {
+                // a request published but never served: answer it so the guest does not read a stale response
+                int responseArea = layout.responseAreaOffset();
+                channel.putInt(responseArea + MSG_OPCODE_OR_RESULT, CuResult.NOT_INITIALIZED, LE);
+                channel.putInt(responseArea + MSG_PAYLOAD_LEN, 0, LE);
+                channel.putLong(responseArea + MSG_SEQ, pending, LE);
+            }
+            state.lastSeq = pending;
+            state.ringHead = channel.getLongAcquire(RING_TAIL);
+            state.serverChunk = channel.getLongAcquire(GUEST_CHUNK);
+            channel.putLongRelease(RING_HEAD, state.ringHead);
+            channel.putLongRelease(SERVER_CHUNK, state.serverChunk);
+            channel.putLongRelease(RESP_SEQ, state.lastSeq);
         }
-        state.lastSeq = pending;
-        state.ringHead = channel.getLongAcquire(RING_TAIL);
-        state.serverChunk = channel.getLongAcquire(GUEST_CHUNK);
-        channel.putLongRelease(RING_HEAD, state.ringHead);
-        channel.putLongRelease(SERVER_CHUNK, state.serverChunk);
-        channel.putLongRelease(RESP_SEQ, state.lastSeq);
         channel.putIntRelease(ATTACHED, 0);
     }
 
@@ -203,6 +212,10 @@ public final class ChannelWorker implements Runnable {
                 }
                 sticky = 0;
             }
+            // outs travel only with CUDA_SUCCESS; a refused hello still carries its message (§4)
+            if (result != CuResult.SUCCESS && opcode != Opcodes.IVC_HELLO) {
+                responseLen = 0;
+            }
         }
         if (fault != null) {
             LOG.warn("channel {} pid {} {}: {} at fault → {}", state.index, ownerPid(), Opcodes.name(opcode), fault,
@@ -214,9 +227,9 @@ public final class ChannelWorker implements Runnable {
         state.lastSeq = req;
         channel.putLongRelease(RESP_SEQ, req);
         if (result == CuResult.NOT_INITIALIZED && !handlers.greeted()) {
-            // a channel whose first request is not a valid hello is reclaimed (§3)
+            // a channel whose first request is not a valid hello is reclaimed (§3), once at rest
             LOG.warn("channel {} pid {}: released (no valid ivc_hello)", state.index, ownerPid());
-            channel.compareAndSetLong(OWNER, token, 0);
+            releaseOnExit = true;
             stop = true;
         }
     }

@@ -41,6 +41,17 @@ public final class DeviceRanges {
         return into >= 0 && into <= r.size() && bytes <= r.size() - into;
     }
 
+    /** The range containing {@code address}, or null. */
+    public synchronized Range find(long address) {
+        Map.Entry<Long, Range> e = ranges.floorEntry(address);
+        if (e == null) {
+            return null;
+        }
+        Range r = e.getValue();
+        long into = address - r.base();
+        return into >= 0 && into < r.size() ? r : null;
+    }
+
     public synchronized List<Range> drain() {
         List<Range> all = new ArrayList<>(ranges.values());
         ranges.clear();

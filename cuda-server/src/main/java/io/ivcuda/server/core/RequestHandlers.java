@@ -31,6 +31,10 @@ public final class RequestHandlers implements Handler {
     private final CudaBackend cuda;
     private final Out out;
     private final Layout layout;
+    private final org.agrona.collections.Long2ObjectHashMap<long[]> layouts = new org.agrona.collections.Long2ObjectHashMap<>();
+    private int layoutError;
+    private long lastContextNative;
+    private long lastContextId;
     private Owner owner;
     private boolean greeted;
 
@@ -46,12 +50,13 @@ public final class RequestHandlers implements Handler {
         return greeted;
     }
 
-    /** The worker leaves: nothing current on this host thread for a future guest thread. */
+    /** The worker leaves for good: nothing current on its thread, its scratch memory freed. */
     void detach() {
         if (greeted) {
             cuda.ctxSetCurrent(0);
         }
         greeted = false;
+        out.free();
     }
 
     private void warn(String field, String detail, int result) {
@@ -240,11 +245,21 @@ public final class RequestHandlers implements Handler {
     /** The guest id for the native current context (0 when none or not this process's). */
     private long currentContextId() {
         cuda.ctxGetCurrent(out);
-        if (out.l0 == 0) {
+        long nativeCtx = out.l0;
+        if (nativeCtx == 0) {
             return 0;
         }
-        HandleTable.Entry e = vm.handles().findNative(KIND_CTX, owner.token(), out.l0);
-        return e == null ? 0 : e.id();
+        // cudart asks for the current context all the time: remember the last answer (still checked)
+        if (nativeCtx == lastContextNative && vm.handles().lookup(lastContextId, KIND_CTX, owner.token()) != null) {
+            return lastContextId;
+        }
+        HandleTable.Entry e = vm.handles().findNative(KIND_CTX, owner.token(), nativeCtx);
+        if (e == null) {
+            return 0;
+        }
+        lastContextNative = nativeCtx;
+        lastContextId = e.id();
+        return e.id();
     }
 
     @Override
@@ -543,7 +558,8 @@ public final class RequestHandlers implements Handler {
         if (!inDevice(dst, size, "dst")) {
             return CuResult.INVALID_VALUE;
         }
-        return cuda.memcpyHtoD(dst, in.addressOffset() + dataIndex, size, s, false);
+        return s == 0 ? cuda.memcpyHtoD(dst, in.addressOffset() + dataIndex, size, 0, false)
+                : copyOnStream(dst, in.addressOffset() + dataIndex, size, s, true);
     }
 
     @Override
@@ -557,7 +573,8 @@ public final class RequestHandlers implements Handler {
             return CuResult.INVALID_VALUE;
         }
         // the ring slot is reused once consumed: the copy must be done before we move on
-        return cuda.memcpyHtoD(dst, in.addressOffset() + dataIndex, size, s, false);
+        return s == 0 ? cuda.memcpyHtoD(dst, in.addressOffset() + dataIndex, size, 0, false)
+                : copyOnStream(dst, in.addressOffset() + dataIndex, size, s, true);
     }
 
     @Override
@@ -573,7 +590,8 @@ public final class RequestHandlers implements Handler {
         if (!inDevice(src, size, "src")) {
             return CuResult.INVALID_VALUE;
         }
-        int result = cuda.memcpyDtoH(r.buffer().addressOffset() + r.outbufIndex(), src, size, s, false);
+        long into = r.buffer().addressOffset() + r.outbufIndex();
+        int result = s == 0 ? cuda.memcpyDtoH(into, src, size, 0, false) : copyOnStream(src, into, size, s, false);
         if (result == CuResult.SUCCESS) {
             r.outbufLength((int) size);
         }
@@ -585,18 +603,17 @@ public final class RequestHandlers implements Handler {
         return worker.channelAddress() + layout.windowOffset() + (chunk & 1) * (long) half;
     }
 
+    /**
+     * Host→device through the window. Every chunk is consumed even when the request fails, so
+     * guest_chunk and server_chunk end equal (§6); a failure is answered after the last chunk.
+     */
     @Override
     public int ivc_memcpy_htod_stream(Reply r, long dst, long stream, long size) {
         long s = stream(stream, "stream");
-        if (s < 0) {
-            return CuResult.INVALID_HANDLE;
-        }
-        if (size <= 0 || !inDevice(dst, size, "dst")) {
-            return CuResult.INVALID_VALUE;
-        }
+        int result = s < 0 ? CuResult.INVALID_HANDLE
+                : size <= 0 || !inDevice(dst, size, "dst") ? CuResult.INVALID_VALUE : CuResult.SUCCESS;
         int half = layout.windowSize() / 2;
         long chunk = worker.state().serverChunk;
-        int result = CuResult.SUCCESS;
         for (long done = 0; done < size; done += half, chunk++) {
             long n = Math.min(half, size - done);
             if (!worker.awaitGuestChunk(chunk + 1)) {
@@ -606,7 +623,6 @@ public final class RequestHandlers implements Handler {
                 result = s == 0 ? cuda.memcpyHtoD(dst + done, slotAddress(chunk), n, 0, false)
                         : copyOnStream(dst + done, slotAddress(chunk), n, s, true);
             }
-            // keep the chunk protocol going even after a failure, so both sides end equal
             worker.publishServerChunk(chunk + 1);
         }
         return result;
@@ -617,18 +633,17 @@ public final class RequestHandlers implements Handler {
         return result == CuResult.SUCCESS ? cuda.streamSynchronize(s) : result;
     }
 
+    /**
+     * Device→host through the window: every chunk is produced (zero-filled once the request has
+     * failed), so the counters end equal (§6).
+     */
     @Override
     public int ivc_memcpy_dtoh_stream(Reply r, long src, long stream, long size) {
         long s = stream(stream, "stream");
-        if (s < 0) {
-            return CuResult.INVALID_HANDLE;
-        }
-        if (size <= 0 || !inDevice(src, size, "src")) {
-            return CuResult.INVALID_VALUE;
-        }
+        int result = s < 0 ? CuResult.INVALID_HANDLE
+                : size <= 0 || !inDevice(src, size, "src") ? CuResult.INVALID_VALUE : CuResult.SUCCESS;
         int half = layout.windowSize() / 2;
         long chunk = worker.state().serverChunk;
-        int result = CuResult.SUCCESS;
         for (long done = 0; done < size; done += half, chunk++) {
             long n = Math.min(half, size - done);
             // the slot of chunk c is free once the guest drained chunk c-2
@@ -638,6 +653,9 @@ public final class RequestHandlers implements Handler {
             if (result == CuResult.SUCCESS) {
                 result = s == 0 ? cuda.memcpyDtoH(slotAddress(chunk), src + done, n, 0, false)
                         : copyOnStream(src + done, slotAddress(chunk), n, s, false);
+            }
+            if (result != CuResult.SUCCESS) {
+                UnsafeApi.setMemory(slotAddress(chunk), n, (byte) 0);
             }
             worker.publishServerChunk(chunk + 1);
         }
@@ -739,6 +757,60 @@ public final class RequestHandlers implements Handler {
         return memset(4, dstDevice, ui, n, hStream, true);
     }
 
+    private static final int CU_POINTER_ATTRIBUTE_CONTEXT = 1;
+    private static final int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
+    private static final int CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
+    private static final int CU_POINTER_ATTRIBUTE_BUFFER_ID = 7;
+    private static final int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
+    private static final int CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11;
+    private static final int CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12;
+    private static final int CU_MEMORYTYPE_DEVICE = 2;
+
+    /**
+     * Attributes of a device pointer, answered from the owner's ranges (the guest answers pool
+     * pointers itself). Pointers outside them get CUDA_ERROR_INVALID_VALUE, as from the driver.
+     */
+    @Override
+    public int ivc_pointer_attribute(Reply r, int capacity, int attribute, long ptr) {
+        DeviceRanges.Range range = owner.ranges().find(ptr);
+        if (range == null) {
+            return CuResult.INVALID_VALUE;
+        }
+        long value;
+        int size = 8;
+        switch (attribute) {
+            case CU_POINTER_ATTRIBUTE_CONTEXT -> {
+                HandleTable.Entry ctx = vm.handles().findNative(KIND_CTX, owner.token(), range.context());
+                value = ctx == null ? 0 : ctx.id();
+            }
+            case CU_POINTER_ATTRIBUTE_MEMORY_TYPE -> {
+                value = CU_MEMORYTYPE_DEVICE;
+                size = 4;
+            }
+            case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL -> {
+                value = 0;
+                size = 4;
+            }
+            case CU_POINTER_ATTRIBUTE_DEVICE_POINTER -> value = ptr;
+            case CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR -> value = range.base();
+            case CU_POINTER_ATTRIBUTE_RANGE_SIZE -> value = range.size();
+            default -> {
+                return unsupported(Opcodes.IVC_POINTER_ATTRIBUTE);
+            }
+        }
+        if (r.outbufCapacity() < size) {
+            warn("capacity", capacity + " bytes for a " + size + "-byte attribute", CuResult.INVALID_VALUE);
+            return CuResult.INVALID_VALUE;
+        }
+        if (size == 4) {
+            r.buffer().putInt(r.outbufIndex(), (int) value, java.nio.ByteOrder.LITTLE_ENDIAN);
+        } else {
+            r.buffer().putLong(r.outbufIndex(), value, java.nio.ByteOrder.LITTLE_ENDIAN);
+        }
+        r.outbufLength(size);
+        return CuResult.SUCCESS;
+    }
+
     // ---- pool -----------------------------------------------------------------------------
 
     @Override
@@ -781,8 +853,11 @@ public final class RequestHandlers implements Handler {
     @Override
     public int ivc_module_load(Reply r, DirectBuffer in, long imageHash, long imageSize, int sendImage,
                                int jitOptionsIndex, int jitOptionsLength, long jitOptionsSize) {
-        if (imageSize <= 0 || imageSize > (1L << 31)) {
-            warn("imageSize", String.valueOf(imageSize), CuResult.INVALID_VALUE);
+        if (imageSize <= 0 || imageSize > MAX_IMAGE) {
+            warn("imageSize", imageSize + " is not in 1.." + MAX_IMAGE, CuResult.INVALID_VALUE);
+            if (sendImage != 0 && !discardChunks(imageSize)) {
+                return CuResult.DEVICE_UNAVAILABLE;
+            }
             return CuResult.INVALID_VALUE;
         }
         String key = Long.toHexString(imageHash) + ":" + imageSize;
@@ -807,10 +882,21 @@ public final class RequestHandlers implements Handler {
                         CuResult.INVALID_VALUE);
                 return CuResult.INVALID_VALUE;
             }
+            if (!vm.reserveImage(imageSize)) {
+                // over the VM's image budget: load it, but do not keep it
+                int result = cuda.moduleLoadData(out, copy);
+                long nativeModule = out.l0;
+                UnsafeApi.freeMemory(copy);
+                if (result == CuResult.SUCCESS) {
+                    r.set(0, vm.handles().mint(KIND_MODULE, owner.token(), nativeModule, currentNativeContext()));
+                }
+                return result;
+            }
             Vm.Image fresh = new Vm.Image(imageHash, imageSize, copy);
             Vm.Image prior = vm.images().putIfAbsent(key, fresh);
             if (prior != null) {
                 UnsafeApi.freeMemory(copy);
+                vm.releaseImage(imageSize);
                 image = prior;
             } else {
                 image = fresh;
@@ -824,6 +910,21 @@ public final class RequestHandlers implements Handler {
             r.set(0, vm.handles().mint(KIND_MODULE, owner.token(), nativeModule, currentNativeContext()));
         }
         return result;
+    }
+
+    private static final long MAX_IMAGE = 1L << 31;
+
+    /** Consumes the chunks of a refused host→device transfer so the counters end equal. */
+    private boolean discardChunks(long size) {
+        int half = layout.windowSize() / 2;
+        long chunk = worker.state().serverChunk;
+        for (long done = 0; done < size; done += half, chunk++) {
+            if (!worker.awaitGuestChunk(chunk + 1)) {
+                return false;
+            }
+            worker.publishServerChunk(chunk + 1);
+        }
+        return true;
     }
 
     static long fnv1a(long address, long size) {
@@ -931,9 +1032,43 @@ public final class RequestHandlers implements Handler {
     }
 
     /**
-     * The kernel's parameter layout: one u64 entry per parameter, {@code offset << 32 | size}, from
-     * cuFuncGetParamInfo until it answers CUDA_ERROR_INVALID_VALUE (past the last parameter). {@code count}
-     * is the number of parameters even when the guest's capacity holds fewer entries.
+     * The parameter layout of a function as {@code offset << 32 | size} per parameter, asked from
+     * cuFuncGetParamInfo until it answers CUDA_ERROR_INVALID_VALUE (past the last parameter), and
+     * kept per worker: launches then cost no extra driver calls. Null with {@link #layoutError}.
+     */
+    private long[] paramLayout(HandleTable.Entry fn) {
+        long[] cached = layouts.get(fn.id());
+        if (cached != null) {
+            return cached;
+        }
+        long[] entries = new long[16];
+        int count = 0;
+        while (true) {
+            int result = cuda.funcGetParamInfo(out, fn.nativeValue(), count);
+            if (result == CuResult.INVALID_VALUE) {
+                break;
+            }
+            if (result != CuResult.SUCCESS) {
+                layoutError = result;
+                return null;
+            }
+            if (count == MAX_PARAMS || out.l0 < 0 || out.l0 > 0xffffffffL || out.l1 < 0 || out.l1 > 0xffffffffL) {
+                layoutError = CuResult.NOT_SUPPORTED;
+                return null;
+            }
+            if (count == entries.length) {
+                entries = java.util.Arrays.copyOf(entries, count * 2);
+            }
+            entries[count++] = out.l0 << 32 | out.l1;
+        }
+        long[] layout = java.util.Arrays.copyOf(entries, count);
+        layouts.put(fn.id(), layout);
+        return layout;
+    }
+
+    /**
+     * One u64 entry per parameter, {@code offset << 32 | size}; {@code count} is the number of
+     * parameters even when the guest's capacity holds fewer entries.
      */
     @Override
     public int ivc_param_layout(Reply r, int capacity, long f) {
@@ -941,27 +1076,16 @@ public final class RequestHandlers implements Handler {
         if (fn == null) {
             return CuResult.INVALID_HANDLE;
         }
-        int count = 0;
-        int written = 0;
-        while (count < MAX_PARAMS) {
-            int result = cuda.funcGetParamInfo(out, fn.nativeValue(), count);
-            if (result == CuResult.INVALID_VALUE) {
-                break;
-            }
-            if (result != CuResult.SUCCESS) {
-                return result;
-            }
-            if (out.l0 < 0 || out.l0 > 0xffffffffL || out.l1 < 0 || out.l1 > 0xffffffffL) {
-                return CuResult.UNKNOWN;
-            }
-            if (written + 8 <= r.outbufCapacity()) {
-                r.buffer().putLong(r.outbufIndex() + written, out.l0 << 32 | out.l1, java.nio.ByteOrder.LITTLE_ENDIAN);
-                written += 8;
-            }
-            count++;
+        long[] entries = paramLayout(fn);
+        if (entries == null) {
+            return layoutError;
         }
-        r.set(0, count);
-        r.outbufLength(written);
+        int fit = Math.min(entries.length, r.outbufCapacity() / 8);
+        for (int i = 0; i < fit; i++) {
+            r.buffer().putLong(r.outbufIndex() + 8 * i, entries[i], java.nio.ByteOrder.LITTLE_ENDIAN);
+        }
+        r.set(0, entries.length);
+        r.outbufLength(fit * 8);
         return CuResult.SUCCESS;
     }
 
@@ -977,19 +1101,18 @@ public final class RequestHandlers implements Handler {
         if (s < 0) {
             return CuResult.INVALID_HANDLE;
         }
+        long[] entries = paramLayout(fn);
+        if (entries == null) {
+            return layoutError;
+        }
         // rebuild void** kernelParams over the packed buffer, validated against the layout's end
         long params = out.scratch + 64;
         long base = in.addressOffset() + paramsIndex;
-        int count = 0;
         long end = 0;
-        while (count < MAX_PARAMS) {
-            int result = cuda.funcGetParamInfo(out, fn.nativeValue(), count);
-            if (result != CuResult.SUCCESS) {
-                break;
-            }
-            end = Math.max(end, out.l0 + out.l1);
-            UnsafeApi.putLong(params + 8L * count, base + out.l0);
-            count++;
+        for (int i = 0; i < entries.length; i++) {
+            long offset = entries[i] >>> 32;
+            end = Math.max(end, offset + (entries[i] & 0xffffffffL));
+            UnsafeApi.putLong(params + 8L * i, base + offset);
         }
         // the guest packs up to the layout's end; a CU_LAUNCH_PARAM_BUFFER may carry trailing padding
         if (paramsLength < end) {
@@ -997,7 +1120,7 @@ public final class RequestHandlers implements Handler {
             return CuResult.INVALID_VALUE;
         }
         return cuda.launchKernel(fn.nativeValue(), gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                sharedMemBytes, s, count == 0 ? 0 : params);
+                sharedMemBytes, s, entries.length == 0 ? 0 : params);
     }
 
     // ---- streams and events ------------------------------------------------------------------

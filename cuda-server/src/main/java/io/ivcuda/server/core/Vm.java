@@ -144,6 +144,22 @@ public final class Vm {
         }
     }
 
+    /** Kept module images are bounded per VM, so a guest cannot grow the server without limit. */
+    public static final long IMAGE_BUDGET = 512L << 20;
+    private final AtomicLong imageBytes = new AtomicLong();
+
+    public boolean reserveImage(long bytes) {
+        if (imageBytes.addAndGet(bytes) > IMAGE_BUDGET) {
+            imageBytes.addAndGet(-bytes);
+            return false;
+        }
+        return true;
+    }
+
+    public void releaseImage(long bytes) {
+        imageBytes.addAndGet(-bytes);
+    }
+
     public void release(long bytes) {
         allocated.addAndGet(-bytes);
     }

@@ -1,0 +1,175 @@
+package io.ivcuda.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ivcuda.server.FakeGuest.Channel;
+import io.ivcuda.server.FakeGuest.Payload;
+import io.ivcuda.server.FakeGuest.Response;
+import io.ivcuda.server.backend.HostMemoryBackend;
+import io.ivcuda.server.backend.Out;
+import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.gen.Opcodes;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.List;
+import org.agrona.UnsafeApi;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The module and launch path over a backend that records what reaches the driver: images
+ * streamed and kept by hash, the parameter layout, and the rebuilt {@code void**}.
+ */
+class LaunchAndModuleTest {
+    static final long SIZE = 32L << 20;
+    static final long TOKEN = (77L << 32) | 5;
+
+    /** kernel(int a, double b, char c, void *p): offsets 0, 8, 16, 24. */
+    static final class KernelBackend extends HostMemoryBackend {
+        static final long[][] PARAMS = {{0, 4}, {8, 8}, {16, 1}, {24, 8}};
+        volatile long loadedImageFirstLong;
+        volatile int loads;
+        volatile byte[] launchedParams;
+        volatile int launchedGridX;
+
+        @Override
+        public int moduleLoadData(Out o, long image) {
+            loadedImageFirstLong = UnsafeApi.getLong(image);
+            loads++;
+            o.l0 = 0xAA00;
+            return CuResult.SUCCESS;
+        }
+
+        @Override
+        public int moduleGetFunction(Out o, long module, String name) {
+            o.l0 = module + 1;
+            return name.equals("kernel") ? CuResult.SUCCESS : CuResult.NOT_FOUND;
+        }
+
+        @Override
+        public int funcGetParamInfo(Out o, long function, long index) {
+            if (index >= PARAMS.length) {
+                return CuResult.INVALID_VALUE;
+            }
+            o.l0 = PARAMS[(int) index][0];
+            o.l1 = PARAMS[(int) index][1];
+            return CuResult.SUCCESS;
+        }
+
+        @Override
+        public int launchKernel(long function, int gx, int gy, int gz, int bx, int by, int bz, int sharedMem,
+                                long stream, long kernelParams) {
+            byte[] packed = new byte[32];
+            for (int i = 0; i < PARAMS.length; i++) {
+                long p = UnsafeApi.getLong(kernelParams + 8L * i);
+                for (int b = 0; b < PARAMS[i][1]; b++) {
+                    packed[(int) PARAMS[i][0] + b] = UnsafeApi.getByte(p + b);
+                }
+            }
+            launchedParams = packed;
+            launchedGridX = gx;
+            return CuResult.SUCCESS;
+        }
+    }
+
+    @TempDir
+    Path dir;
+    CudaServer server;
+    FakeGuest guest;
+    KernelBackend backend;
+
+    @BeforeEach
+    void start() throws Exception {
+        Path region = dir.resolve("region");
+        backend = new KernelBackend();
+        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
+                "channel.count=4", "backend=host-memory")), backend);
+        server.start();
+        guest = new FakeGuest(region, SIZE);
+    }
+
+    @AfterEach
+    void stop() {
+        guest.close();
+        server.close();
+    }
+
+    static long fnv1a(byte[] b) {
+        long h = 0xcbf29ce484222325L;
+        for (byte x : b) {
+            h ^= x & 0xff;
+            h *= 0x100000001b3L;
+        }
+        return h;
+    }
+
+    /** Sends an image through the window as ivc_module_load with sendImage 1. */
+    private Response load(Channel c, byte[] image, long hash, int send) {
+        Payload p = new Payload().scalar(hash).scalar(image.length).scalar(send).buf(new byte[0]).scalar(0);
+        if (send == 0) {
+            return c.call(Opcodes.IVC_MODULE_LOAD, p);
+        }
+        return c.streamRequest(Opcodes.IVC_MODULE_LOAD, p, image);
+    }
+
+    @Test
+    void imagesAreStreamedCheckedAndKeptByHash() {
+        Channel c = guest.claim(0, TOKEN);
+        assertEquals(CuResult.SUCCESS, c.hello().result());
+        byte[] image = new byte[guest.windowSize + 100];
+        ByteBuffer.wrap(image).order(ByteOrder.LITTLE_ENDIAN).putLong(0, 0x464c457fL);
+        image[image.length - 1] = 9;
+        long hash = fnv1a(image);
+        assertEquals(CuResult.NOT_FOUND, load(c, image, hash, 0).result(), "not kept yet");
+        assertEquals(CuResult.INVALID_VALUE, load(c, image, hash + 1, 1).result(), "hash does not match the bytes");
+        Response first = load(c, image, hash, 1);
+        assertEquals(CuResult.SUCCESS, first.result());
+        assertEquals(0x464c457fL, backend.loadedImageFirstLong);
+        long firstModule = first.out(0);
+        Response again = load(c, image, hash, 0);
+        assertEquals(CuResult.SUCCESS, again.result(), "kept by hash and size");
+        assertEquals(2, backend.loads);
+        assertTrue(firstModule != again.out(0), "each load is its own module handle");
+    }
+
+    @Test
+    void launchRebuildsKernelParamsFromTheLayout() {
+        Channel c = guest.claim(0, TOKEN);
+        assertEquals(CuResult.SUCCESS, c.hello().result());
+        byte[] image = new byte[64];
+        long module = load(c, image, fnv1a(image), 1).out(0);
+        Response fn = c.call(Opcodes.CU_MODULE_GET_FUNCTION, new Payload().scalar(module).str("kernel"));
+        assertEquals(CuResult.SUCCESS, fn.result());
+        long function = fn.out(0);
+        Response layout = c.call(Opcodes.IVC_PARAM_LAYOUT, new Payload().scalar(16).scalar(function));
+        assertEquals(CuResult.SUCCESS, layout.result());
+        assertEquals(4, layout.out(0));
+        assertEquals(32, layout.out(1), "4 entries of 8 bytes");
+        assertEquals(8L << 32 | 8, layout.out(3), "second entry: offset 8, size 8");
+        byte[] packed = new byte[32];
+        for (int i = 0; i < packed.length; i++) {
+            packed[i] = (byte) (i + 1);
+        }
+        c.post(Opcodes.IVC_LAUNCH, new Payload().scalar(function).scalar(7).scalar(1).scalar(1).scalar(32).scalar(1)
+                .scalar(1).scalar(0).scalar(0).buf(packed).scalar(packed.length));
+        assertEquals(CuResult.SUCCESS, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+        assertEquals(7, backend.launchedGridX);
+        byte[] expected = packed.clone();
+        for (int i : new int[] {4, 5, 6, 7, 17, 18, 19, 20, 21, 22, 23}) {
+            expected[i] = 0; // padding between parameters is not passed
+        }
+        org.junit.jupiter.api.Assertions.assertArrayEquals(expected, backend.launchedParams);
+        // a short parameter buffer is refused, and reported by the next sync call
+        c.post(Opcodes.IVC_LAUNCH, new Payload().scalar(function).scalar(1).scalar(1).scalar(1).scalar(1).scalar(1)
+                .scalar(1).scalar(0).scalar(0).buf(new byte[16]).scalar(16));
+        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+        // a module id is not a function
+        c.post(Opcodes.IVC_LAUNCH, new Payload().scalar(module).scalar(1).scalar(1).scalar(1).scalar(1).scalar(1)
+                .scalar(1).scalar(0).scalar(0).buf(packed).scalar(packed.length));
+        assertEquals(CuResult.INVALID_HANDLE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+    }
+}
