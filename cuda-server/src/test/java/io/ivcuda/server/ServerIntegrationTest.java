@@ -107,6 +107,21 @@ class ServerIntegrationTest {
     }
 
     @Test
+    void primaryContextIsActiveOnlyWhileThisProcessRetainsIt() {
+        Channel a = greeted(0, TOKEN);
+        Channel b = greeted(1, TOKEN + 1);
+        assertEquals(CuResult.SUCCESS, a.call(Opcodes.CU_INIT, new Payload().scalar(0)).result());
+        assertEquals(CuResult.SUCCESS, b.call(Opcodes.CU_INIT, new Payload().scalar(0)).result());
+        assertEquals(0, a.call(Opcodes.CU_DEVICE_PRIMARY_CTX_GET_STATE, new Payload().scalar(0)).out(1));
+        assertEquals(CuResult.SUCCESS, a.call(Opcodes.CU_DEVICE_PRIMARY_CTX_RETAIN, new Payload().scalar(0)).result());
+        assertEquals(1, a.call(Opcodes.CU_DEVICE_PRIMARY_CTX_GET_STATE, new Payload().scalar(0)).out(1));
+        // another guest process does not see the first one's retain, as it would not natively
+        assertEquals(0, b.call(Opcodes.CU_DEVICE_PRIMARY_CTX_GET_STATE, new Payload().scalar(0)).out(1));
+        assertEquals(CuResult.SUCCESS, a.call(Opcodes.CU_DEVICE_PRIMARY_CTX_RELEASE_V2, new Payload().scalar(0)).result());
+        assertEquals(0, a.call(Opcodes.CU_DEVICE_PRIMARY_CTX_GET_STATE, new Payload().scalar(0)).out(1));
+    }
+
+    @Test
     void inlineCopiesRoundTripAndOutsideRangesAreRefused() {
         Channel c = greeted(0, TOKEN);
         long d = alloc(c, 1000);

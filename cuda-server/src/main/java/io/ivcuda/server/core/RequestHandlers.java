@@ -428,7 +428,9 @@ public final class RequestHandlers implements Handler {
         }
         int result = cuda.primaryCtxGetState(out, vm.nativeDevice());
         r.set(0, out.i0);
-        r.set(1, out.i1);
+        // Active as this guest process sees it: the server's own retain (for the region's
+        // registration) and other processes' retains must not show, as they would not natively.
+        r.set(1, owner.primaryRetains().get() > 0 ? 1 : 0);
         return result;
     }
 
