@@ -186,6 +186,29 @@ public final class RequestHandlers implements Handler {
         return stringOut(r, len, dev, false);
     }
 
+    /**
+     * The guest sees one device, ordinal 0: a bus id names it when it is our GPU's, in any of
+     * the spellings the driver takes ([domain:]bus:device.function, hex, any case).
+     */
+    @Override
+    public int cuDeviceGetByPCIBusId(Reply r, String pciBusId) {
+        long[] wanted = PciBusId.parse(pciBusId);
+        if (wanted == null) {
+            warn("pciBusId", "'" + pciBusId + "' is not [domain:]bus:device.function", CuResult.INVALID_VALUE);
+            return CuResult.INVALID_VALUE;
+        }
+        int result = cuda.deviceGetPciBusId(out.scratch, 64, vm.nativeDevice());
+        if (result != CuResult.SUCCESS) {
+            return result;
+        }
+        long[] ours = PciBusId.parse(com.sun.jna.Pointer.createConstant(out.scratch).getString(0));
+        if (!java.util.Arrays.equals(wanted, ours)) {
+            return CuResult.INVALID_DEVICE;
+        }
+        r.set(0, 0);
+        return CuResult.SUCCESS;
+    }
+
     @Override
     public int cuDeviceGetUuid(Reply r, int dev) {
         int c = checkDevice(dev);
@@ -336,6 +359,25 @@ public final class RequestHandlers implements Handler {
     @Override
     public int cuCtxSynchronize(Reply r) {
         return cuda.ctxSynchronize();
+    }
+
+    @Override
+    public int cuCtxSynchronize_v2(Reply r, long ctx) {
+        if (ctx == 0) {
+            return cuda.ctxSynchronize();
+        }
+        HandleTable.Entry e = context(ctx, "ctx");
+        if (e == null) {
+            return CuResult.INVALID_CONTEXT;
+        }
+        // the named context, whatever is current on this thread: push, wait, pop
+        int result = cuda.ctxPushCurrent(e.nativeValue());
+        if (result != CuResult.SUCCESS) {
+            return result;
+        }
+        result = cuda.ctxSynchronize();
+        int popped = cuda.ctxPopCurrent(out);
+        return result != CuResult.SUCCESS ? result : popped;
     }
 
     @Override
