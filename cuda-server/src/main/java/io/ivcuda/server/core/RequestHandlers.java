@@ -201,7 +201,7 @@ public final class RequestHandlers implements Handler {
         if (result != CuResult.SUCCESS) {
             return result;
         }
-        long[] ours = PciBusId.parse(com.sun.jna.Pointer.createConstant(out.scratch).getString(0));
+        long[] ours = PciBusId.parse(new com.sun.jna.Pointer(out.scratch).getString(0));
         if (!java.util.Arrays.equals(wanted, ours)) {
             return CuResult.INVALID_DEVICE;
         }
