@@ -31,6 +31,7 @@ struct ivc_channel {
     uint8_t *window;
     uint64_t seq;        /* last req_seq written */
     uint64_t ring_tail;  /* bytes ever written to the ring */
+    uint64_t ring_head_seen; /* the server's ring_head as last read: space is known without a read */
     uint64_t chunk;      /* guest_chunk */
     int broken;          /* the server stopped answering on it: every call fails */
     int in_use;
@@ -331,6 +332,7 @@ static CUresult claim(struct ivc_channel **out)
     /* §3: counters continue from the values the channel carries. */
     ch->seq = ivc_load64(ch->base + IVC_CH_REQ_SEQ);
     ch->ring_tail = ivc_load64(ch->base + IVC_CH_RING_TAIL);
+    ch->ring_head_seen = ivc_load64(ch->base + IVC_CH_RING_HEAD);
     ch->chunk = ivc_load64(ch->base + IVC_CH_GUEST_CHUNK);
     ivc_store32(ch->base + IVC_CH_OWNER_PID, (uint32_t)getpid());
     ivc_store32(ch->base + IVC_CH_OWNER_TID, (uint32_t)gettid());
@@ -628,7 +630,12 @@ CUresult ivc_async(struct ivc_call *call)
     uint64_t tail = ch->ring_tail;
     uint64_t position = tail & (size - 1);
     uint64_t pad = position + total > size ? size - position : 0;
-    WAIT_UNTIL(tail + pad + total - ivc_load64(ch->base + IVC_CH_RING_HEAD) <= size, ch, "ring space");
+    /* Reading ring_head pulls in the server's cache line: only when the last value read
+     * does not already prove there is room (the head only moves forward). */
+    if (tail + pad + total - ch->ring_head_seen > size) {
+        WAIT_UNTIL(tail + pad + total - (ch->ring_head_seen = ivc_load64(ch->base + IVC_CH_RING_HEAD)) <= size, ch,
+                   "ring space");
+    }
     if (pad != 0) {
         ivc_write32(ch->ring + position, (uint32_t)pad);
         ivc_write32(ch->ring + position + 4, IVC_OP_PAD);
@@ -650,6 +657,47 @@ CUresult ivc_async(struct ivc_call *call)
     return CUDA_SUCCESS;
 }
 
+/* Copies a window chunk. Large chunks go with non-temporal stores where the CPU has
+ * them: the data is not read again by this CPU (the GPU DMAs it, or the program reads it
+ * later), so skipping the read-for-ownership of every destination line is pure gain.
+ * NT stores are weakly ordered: the fence makes them visible before the counter that
+ * publishes the chunk. */
+#if defined(__x86_64__)
+#include <emmintrin.h>
+static void copy_chunk(void *to, const void *from, size_t n)
+{
+    uint8_t *d = to;
+    const uint8_t *s = from;
+    if (n < 262144) {
+        memcpy(d, s, n);
+        return;
+    }
+    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+    memcpy(d, s, head);
+    d += head;
+    s += head;
+    n -= head;
+    size_t blocks = n / 64;
+    for (size_t i = 0; i < blocks; i++, d += 64, s += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)s);
+        __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
+        __m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
+        _mm_stream_si128((__m128i *)d, a);
+        _mm_stream_si128((__m128i *)(d + 16), b);
+        _mm_stream_si128((__m128i *)(d + 32), c);
+        _mm_stream_si128((__m128i *)(d + 48), e);
+    }
+    memcpy(d, s, n % 64);
+    _mm_sfence();
+}
+#else
+static void copy_chunk(void *to, const void *from, size_t n)
+{
+    memcpy(to, from, n);
+}
+#endif
+
 CUresult ivc_stream_to_server(struct ivc_call *call, const void *source, size_t size)
 {
     struct ivc_channel *ch = call->channel;
@@ -660,7 +708,7 @@ CUresult ivc_stream_to_server(struct ivc_call *call, const void *source, size_t 
         size_t n = size - done < half ? size - done : half;
         /* slot c%2 is free once the server consumed chunk c-2 (server_chunk >= c-1) */
         WAIT_UNTIL(ivc_load64(ch->base + IVC_CH_SERVER_CHUNK) + 1 >= c, ch, "a window slot");
-        memcpy(ch->window + (c % 2) * half, from + done, n);
+        copy_chunk(ch->window + (c % 2) * half, from + done, n);
         ch->chunk = c + 1;
         ivc_store64(ch->base + IVC_CH_GUEST_CHUNK, c + 1);
         ring_doorbell_if_parked(ch);
@@ -678,7 +726,7 @@ CUresult ivc_stream_from_server(struct ivc_call *call, void *destination, size_t
         uint64_t c = ch->chunk;
         size_t n = size - done < half ? size - done : half;
         WAIT_UNTIL(ivc_load64(ch->base + IVC_CH_SERVER_CHUNK) >= c + 1, ch, "a filled window slot");
-        memcpy(to + done, ch->window + (c % 2) * half, n);
+        copy_chunk(to + done, ch->window + (c % 2) * half, n);
         ch->chunk = c + 1;
         ivc_store64(ch->base + IVC_CH_GUEST_CHUNK, c + 1);
         ring_doorbell_if_parked(ch);
