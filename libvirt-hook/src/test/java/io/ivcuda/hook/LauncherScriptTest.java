@@ -52,6 +52,15 @@ class LauncherScriptTest {
     }
 
     @Test
+    void operationsWithoutWorkNeverStartAJvm() throws Exception {
+        for (String[] op : new String[][] {{"start", "begin"}, {"started", "begin"}, {"stopped", "end"}}) {
+            Run run = launch(HookTest.domain("tagged"), fakeJava(), "gpuvm", op[0], op[1], "-");
+            assertEquals(0, run.status);
+            assertFalse(Files.exists(dir.resolve("args")), "no JVM for " + op[0]);
+        }
+    }
+
+    @Test
     void taggedDomainIsHandedToTheJavaHookWithItsXml() throws Exception {
         String xml = HookTest.domain("tagged");
         Run run = launch(xml, fakeJava(), "gpuvm", "prepare", "begin", "-");
