@@ -214,6 +214,45 @@ class LifecycleIT {
         }
     }
 
+    /**
+     * libvirtd restarts under a running tagged VM: the reconnect hook must leave VM and server alone,
+     * and the provisioner must reconnect and re-register (a METADATA_CHANGE afterwards is followed).
+     * Restarting libvirtd is intrusive, so this runs only in CI (IVCUDA_IT_LIBVIRT=required) or when
+     * IVCUDA_IT_RESTART_LIBVIRTD=1.
+     */
+    @Test
+    @Order(3)
+    void survivesALibvirtdRestart() throws Exception {
+        Assumptions.assumeTrue("required".equals(System.getenv("IVCUDA_IT_LIBVIRT"))
+                || "1".equals(System.getenv("IVCUDA_IT_RESTART_LIBVIRTD")), "libvirtd restart only in CI");
+        Path pidfile = Path.of("/run/libvirtd.pid");
+        assertTrue(Files.exists(pidfile), "libvirtd runs without systemd and has its pidfile " + pidfile);
+        String name = PREFIX + "restart";
+        InstancePaths paths = InstancePaths.of(define(name), host);
+        virsh("metadata", name, GpuElement.NAMESPACE, "--key", "ivcuda", "--set", "<gpu size='16M'/>", "--config");
+        waitFor(() -> device(name) != null, "the provisioner adds the device to " + name);
+        virsh("start", name);
+        assertServerRunning(paths);
+        List<Long> serverBefore = serverPids(paths);
+
+        long libvirtd = Long.parseLong(Files.readString(pidfile).trim());
+        ProcessHandle.of(libvirtd).ifPresent(ProcessHandle::destroy);
+        waitFor(() -> ProcessHandle.of(libvirtd).map(p -> !p.isAlive()).orElse(true), "libvirtd stops");
+        assertEquals(0, run(List.of("libvirtd", "-d")).status, "libvirtd starts again");
+        waitFor(() -> run(List.of("virsh", "-c", URI, "version")).status == 0, "libvirtd answers again");
+
+        assertTrue(virsh("domstate", name).contains("running"), "the reconnect hook kept the VM alive");
+        assertEquals(serverBefore, serverPids(paths), "the same server still runs");
+
+        String other = PREFIX + "after-restart";
+        define(other);
+        virsh("metadata", other, GpuElement.NAMESPACE, "--key", "ivcuda", "--set", "<gpu size='4M'/>", "--config");
+        waitFor(() -> device(other) != null, "the reconnected provisioner follows METADATA_CHANGE again");
+
+        virsh("destroy", name);
+        assertNothingLeft(paths);
+    }
+
     // ---- checks ----------------------------------------------------------------------------------
 
     private static void assertServerRunning(InstancePaths paths) throws Exception {
