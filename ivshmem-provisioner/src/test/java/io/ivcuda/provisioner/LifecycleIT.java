@@ -247,7 +247,11 @@ class LifecycleIT {
         String other = PREFIX + "after-restart";
         define(other);
         virsh("metadata", other, GpuElement.NAMESPACE, "--key", "ivcuda", "--set", "<gpu size='4M'/>", "--config");
-        waitFor(() -> device(other) != null, "the reconnected provisioner follows METADATA_CHANGE again");
+        waitFor(() -> device(other) != null, "the reconnected provisioner provisions " + other);
+        // Only a re-registered METADATA_CHANGE listener can see this one (the reconnect's reconcile is long past).
+        virsh("metadata", other, GpuElement.NAMESPACE, "--key", "ivcuda", "--set", "<gpu size='8M'/>", "--config");
+        waitFor(() -> device(other) != null && device(other).size() == 8L << 20,
+                "the reconnected provisioner follows METADATA_CHANGE again");
 
         virsh("destroy", name);
         assertNothingLeft(paths);
