@@ -107,7 +107,9 @@ final class Hook {
         long deadline = System.nanoTime() + host.serverReadyTimeoutMs() * 1_000_000;
         while (true) {
             RegionFile.Header header = RegionFile.read(paths.regionFile());
-            if (header.isReady()) {
+            // Doorbell: QEMU connects to the server's socket at once and fails without it.
+            boolean socketReady = settings.mode() != Mode.DOORBELL || Files.exists(paths.doorbellSocket());
+            if (header.isReady() && socketReady) {
                 LOG.info("{}: cuda-server ready", domain.name());
                 return;
             }
@@ -116,8 +118,11 @@ final class Hook {
                 throw failedStart(domain, paths, "the cuda-server " + ended + " before it was ready", header);
             }
             if (System.nanoTime() > deadline) {
-                throw failedStart(domain, paths, "the cuda-server was not ready within " + host.serverReadyTimeoutMs()
-                        + " ms (server.ready.timeout.ms)", header);
+                String what = header.isReady()
+                        ? "the cuda-server is READY but did not create its doorbell socket " + paths.doorbellSocket()
+                                + " within " + host.serverReadyTimeoutMs() + " ms (server.ready.timeout.ms)"
+                        : "the cuda-server was not ready within " + host.serverReadyTimeoutMs() + " ms (server.ready.timeout.ms)";
+                throw failedStart(domain, paths, what, header);
             }
             ServerProcesses.sleep(20);
         }

@@ -191,6 +191,21 @@ class HookTest {
     }
 
     @Test
+    void doorbellModeWaitsForTheServersSocket() throws Exception {
+        // The stand-in never listens on a socket: a doorbell start must fail clearly instead of leaving it to QEMU.
+        useConfig("server.ready.timeout.ms=1500\n");
+        String doorbell = domain("tagged")
+                .replace("size=\"4M\"", "mode=\"doorbell\"")
+                .replaceAll("(?s)<model type='ivshmem-plain'/>\\s*<size unit='M'>4</size>",
+                        "<model type='ivshmem-doorbell'/><server path='" + paths.doorbellSocket() + "'/><msi vectors='2' ioeventfd='on'/>");
+        Hook hook = new Hook(host, new DirectLauncher(host), new PrintStream(userOutput, true, StandardCharsets.UTF_8));
+        assertEquals(1, hook.run(new String[] {"gpuvm", "prepare", "begin", "-"}, doorbell), told());
+        assertTrue(told().contains("did not create its doorbell socket " + paths.doorbellSocket()), told());
+        assertFalse(serverRunning());
+        assertFalse(Files.exists(shm.resolve("ivcuda-" + TAGGED_UUID)));
+    }
+
+    @Test
     void reconnectAlwaysSucceedsButSaysWhenTheServerIsGone() throws Exception {
         assertEquals(0, hook("reconnect begin", "tagged"));
         assertTrue(told().contains("cuda-server is not running"), told());
