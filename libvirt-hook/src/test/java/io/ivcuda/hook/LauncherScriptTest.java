@@ -52,6 +52,17 @@ class LauncherScriptTest {
     }
 
     @Test
+    void reconnectAndReleaseSucceedWhateverTheJvmDoes() throws Exception {
+        String xml = HookTest.domain("tagged");
+        assertEquals(0, launch(xml, fakeJava(), "gpuvm", "reconnect", "begin", "-").status, "a failing reconnect would kill the VM");
+        assertTrue(Files.exists(dir.resolve("args")), "the Java hook did run");
+        assertEquals(0, launch(xml, dir.resolve("no-such-java"), "gpuvm", "reconnect", "begin", "-").status);
+        assertEquals(0, launch(xml, dir.resolve("no-such-java"), "gpuvm", "release", "end", "-").status);
+        assertTrue(launch(xml, dir.resolve("no-such-java"), "gpuvm", "prepare", "begin", "-").status != 0,
+                "without a JVM a start must not go ahead");
+    }
+
+    @Test
     void operationsWithoutWorkNeverStartAJvm() throws Exception {
         for (String[] op : new String[][] {{"start", "begin"}, {"started", "begin"}, {"stopped", "end"}}) {
             Run run = launch(HookTest.domain("tagged"), fakeJava(), "gpuvm", op[0], op[1], "-");
