@@ -51,10 +51,15 @@ final class Hook {
         boolean mustSucceed = operation.startsWith("reconnect") || operation.startsWith("release") || operation.startsWith("stopped");
         try {
             DomainXml domain = DomainXml.parse(xml);
+            InstancePaths paths = InstancePaths.of(domain.uuid(), host);
             if (!domain.isTagged()) {
+                // The element can vanish from the live XML while the VM runs (virsh metadata --live --remove):
+                // a server started for it must still go with the VM.
+                if (operation.equals("release end") && Files.exists(paths.instanceConfig())) {
+                    release(domain, paths);
+                }
                 return 0;
             }
-            InstancePaths paths = InstancePaths.of(domain.uuid(), host);
             switch (operation) {
                 case "prepare begin" -> prepare(domain, paths);
                 case "release end" -> release(domain, paths);
@@ -103,7 +108,13 @@ final class Hook {
         writeInstanceConfig(domain, paths, settings);
         LOG.info("{}: starting its cuda-server ({}, GPU {}, region {} {})", domain.name(), settings.mode().word(),
                 settings.gpu(), paths.regionFile(), ByteSize.describe(settings.regionSize()));
-        ServerLauncher.Started started = launcher.start(paths);
+        ServerLauncher.Started started;
+        try {
+            started = launcher.start(paths);
+        } catch (HookException e) {
+            cleanUp(paths);
+            throw e;
+        }
         long deadline = System.nanoTime() + host.serverReadyTimeoutMs() * 1_000_000;
         while (true) {
             RegionFile.Header header = RegionFile.read(paths.regionFile());

@@ -156,6 +156,18 @@ class HookTest {
     }
 
     @Test
+    void releaseStopsTheServerEvenIfTheElementLeftTheLiveXml() throws Exception {
+        assertEquals(0, hookCaptured("prepare begin"), told());
+        assertTrue(serverRunning());
+        String untaggedNow = domain("tagged-release-end").replaceAll("(?s)<metadata>.*</metadata>", "");
+        Hook hook = new Hook(host, new DirectLauncher(host), new PrintStream(userOutput, true, StandardCharsets.UTF_8));
+        assertEquals(0, hook.run(new String[] {"gpuvm", "release", "end", "-"}, untaggedNow));
+        assertFalse(serverRunning());
+        assertFalse(Files.exists(paths.instanceConfig()));
+        assertFalse(Files.exists(shm.resolve("ivcuda-" + TAGGED_UUID)));
+    }
+
+    @Test
     void missingDeviceIsRefusedWithAClearMessage() throws Exception {
         assertEquals(1, hook("prepare begin", "tagged-without-shmem"));
         assertTrue(told().contains("domain 'gpuvm'") && told().contains("ivshmem-provisioner provision gpuvm"), told());
