@@ -44,7 +44,6 @@ public final class HostConfig {
             "defaults\\..*|gpu\\.[0-9]+\\..*|runtime\\.dir|shm\\.dir|log\\.dir|qemu\\.group|server\\..*|libvirt\\.uri");
 
     private final String origin;
-    private final List<Path> files;
     private final Map<String, String> serverKeys;
     private final String defaultDevice;
     private final Mode defaultMode;
@@ -63,7 +62,6 @@ public final class HostConfig {
     private final String libvirtUri;
 
     private HostConfig(Configuration c, List<Path> files) throws IvcudaConfigException {
-        this.files = List.copyOf(files);
         this.origin = files.isEmpty() ? "built-in defaults" : String.join(", ", files.stream().map(Path::toString).toList());
         this.defaultDevice = c.getString("defaults.device", "0").trim();
         String modeWord = c.getString("defaults.mode", "plain");
@@ -218,11 +216,6 @@ public final class HostConfig {
 
     private IvcudaConfigException bad(String key, String value, String reason) {
         return new IvcudaConfigException("host configuration " + origin + ": " + key + "='" + value + "': " + reason);
-    }
-
-    /** The files this configuration was read from, in order (empty for built-in defaults). */
-    public List<Path> files() {
-        return files;
     }
 
     public String origin() {

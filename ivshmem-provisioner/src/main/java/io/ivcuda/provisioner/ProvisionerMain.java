@@ -42,8 +42,15 @@ public final class ProvisionerMain {
         return uri != null ? uri : host.libvirtUri();
     }
 
-    public static void main(String[] args) {
+    /**
+     * libvirt's C library prints every error to stderr by default; ours arrive as exceptions and are
+     * logged once, with context. Held in a field: the native side keeps only a pointer to it.
+     */
+    private static final org.libvirt.ErrorCallback QUIET_LIBVIRT_ERRORS = new org.libvirt.ErrorCallback();
+
+    public static void main(String[] args) throws LibvirtException {
         configureLogging();
+        Connect.setErrorCallback(QUIET_LIBVIRT_ERRORS);
         System.exit(commandLine().execute(args));
     }
 

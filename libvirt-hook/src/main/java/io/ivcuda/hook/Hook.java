@@ -51,10 +51,15 @@ final class Hook {
         boolean mustSucceed = operation.startsWith("reconnect") || operation.startsWith("release") || operation.startsWith("stopped");
         try {
             DomainXml domain = DomainXml.parse(xml);
+            InstancePaths paths = InstancePaths.of(domain.uuid(), host);
             if (!domain.isTagged()) {
+                // The element can vanish from the live XML while the VM runs (virsh metadata --live --remove):
+                // a server started for it must still go with the VM.
+                if (operation.equals("release end") && Files.exists(paths.instanceConfig())) {
+                    release(domain, paths);
+                }
                 return 0;
             }
-            InstancePaths paths = InstancePaths.of(domain.uuid(), host);
             switch (operation) {
                 case "prepare begin" -> prepare(domain, paths);
                 case "release end" -> release(domain, paths);
@@ -103,11 +108,19 @@ final class Hook {
         writeInstanceConfig(domain, paths, settings);
         LOG.info("{}: starting its cuda-server ({}, GPU {}, region {} {})", domain.name(), settings.mode().word(),
                 settings.gpu(), paths.regionFile(), ByteSize.describe(settings.regionSize()));
-        ServerLauncher.Started started = launcher.start(paths);
+        ServerLauncher.Started started;
+        try {
+            started = launcher.start(paths);
+        } catch (HookException e) {
+            cleanUp(paths);
+            throw e;
+        }
         long deadline = System.nanoTime() + host.serverReadyTimeoutMs() * 1_000_000;
         while (true) {
             RegionFile.Header header = RegionFile.read(paths.regionFile());
-            if (header.isReady()) {
+            // Doorbell: QEMU connects to the server's socket at once and fails without it.
+            boolean socketReady = settings.mode() != Mode.DOORBELL || Files.exists(paths.doorbellSocket());
+            if (header.isReady() && socketReady) {
                 LOG.info("{}: cuda-server ready", domain.name());
                 return;
             }
@@ -116,8 +129,11 @@ final class Hook {
                 throw failedStart(domain, paths, "the cuda-server " + ended + " before it was ready", header);
             }
             if (System.nanoTime() > deadline) {
-                throw failedStart(domain, paths, "the cuda-server was not ready within " + host.serverReadyTimeoutMs()
-                        + " ms (server.ready.timeout.ms)", header);
+                String what = header.isReady()
+                        ? "the cuda-server is READY but did not create its doorbell socket " + paths.doorbellSocket()
+                                + " within " + host.serverReadyTimeoutMs() + " ms (server.ready.timeout.ms)"
+                        : "the cuda-server was not ready within " + host.serverReadyTimeoutMs() + " ms (server.ready.timeout.ms)";
+                throw failedStart(domain, paths, what, header);
             }
             ServerProcesses.sleep(20);
         }

@@ -19,17 +19,24 @@ final class SystemdLauncher implements ServerLauncher {
     private static final Logger LOG = LogManager.getLogger(SystemdLauncher.class);
     private static final long COMMAND_TIMEOUT_MS = 15_000;
 
-    private final HostConfig host;
+    private final String systemctl;
+    private final String journalctl;
 
     SystemdLauncher(HostConfig host) {
-        this.host = host;
+        this("systemctl", "journalctl");
+    }
+
+    /** With other programs in place of systemctl and journalctl (tests). */
+    SystemdLauncher(String systemctl, String journalctl) {
+        this.systemctl = systemctl;
+        this.journalctl = journalctl;
     }
 
     @Override
     public Started start(InstancePaths paths) throws HookException {
         // A failed earlier run would make systemd refuse or rate-limit: clear it first.
-        run("systemctl", "reset-failed", paths.systemdUnit());
-        Result result = run("systemctl", "start", paths.systemdUnit());
+        run(systemctl, "reset-failed", paths.systemdUnit());
+        Result result = run(systemctl, "start", paths.systemdUnit());
         if (result.status != 0) {
             throw new HookException("systemctl start " + paths.systemdUnit() + " failed: " + result.output.trim());
         }
@@ -41,7 +48,7 @@ final class SystemdLauncher implements ServerLauncher {
             long now = System.nanoTime();
             if (ended[0] == null && now - lastCheck[0] > 500_000_000L) {
                 lastCheck[0] = now;
-                String state = run("systemctl", "is-active", paths.systemdUnit()).output.trim();
+                String state = run(systemctl, "is-active", paths.systemdUnit()).output.trim();
                 if (!state.equals("active") && !state.equals("activating")) {
                     ended[0] = "is " + state;
                 }
@@ -52,12 +59,12 @@ final class SystemdLauncher implements ServerLauncher {
 
     @Override
     public boolean isRunning(InstancePaths paths) {
-        return run("systemctl", "is-active", "--quiet", paths.systemdUnit()).status == 0;
+        return run(systemctl, "is-active", "--quiet", paths.systemdUnit()).status == 0;
     }
 
     @Override
     public void stop(InstancePaths paths) {
-        Result result = run("systemctl", "stop", paths.systemdUnit());
+        Result result = run(systemctl, "stop", paths.systemdUnit());
         if (result.status != 0) {
             LOG.warn("systemctl stop {}: {}", paths.systemdUnit(), result.output.trim());
         }
@@ -65,7 +72,7 @@ final class SystemdLauncher implements ServerLauncher {
 
     @Override
     public String logTail(InstancePaths paths, int lines) {
-        return run("journalctl", "--no-pager", "-o", "cat", "-n", Integer.toString(lines), "-u", paths.systemdUnit()).output;
+        return run(journalctl, "--no-pager", "-o", "cat", "-n", Integer.toString(lines), "-u", paths.systemdUnit()).output;
     }
 
     @Override

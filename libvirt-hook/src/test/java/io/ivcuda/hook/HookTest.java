@@ -27,7 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  * {@link StandInCudaServer test stand-in} (a real process, started detached as in production).
  */
 class HookTest {
-    static final String TAGGED_UUID = "6f1e2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b";
+    static final String TAGGED_UUID = "aeb37efd-0939-422a-87b3-abf8700977b4";
     private static final String[] ALL_OPERATIONS = {
         "prepare begin", "start begin", "started begin", "stopped end", "release end",
         "reconnect begin", "migrate begin", "restore begin"};
@@ -102,9 +102,14 @@ class HookTest {
         assertEquals("", told());
     }
 
+    /** The XML libvirt passed for this operation (captured from libvirt 9.0, see resources/domains/README.md). */
+    private int hookCaptured(String operation) throws IOException {
+        return hook(operation, "tagged-" + operation.replace(' ', '-'));
+    }
+
     @Test
     void taggedDomainLifecycle() throws Exception {
-        assertEquals(0, hook("prepare begin", "tagged"), told());
+        assertEquals(0, hookCaptured("prepare begin"), told());
         Path region = shm.resolve("ivcuda-" + TAGGED_UUID);
         assertEquals(4L << 20, Files.size(region));
         assertEquals("rw-rw----", PosixFilePermissions.toString(Files.getPosixFilePermissions(region)));
@@ -134,11 +139,11 @@ class HookTest {
         assertEquals(List.of(pid), ServerProcesses.find(paths.instanceConfig()), "the pidfile names the server we find");
 
         for (String operation : new String[] {"start begin", "started begin", "reconnect begin"}) {
-            assertEquals(0, hook(operation, "tagged"), operation);
+            assertEquals(0, hookCaptured(operation), operation);
         }
         assertTrue(serverRunning());
-        assertEquals(0, hook("stopped end", "tagged"));
-        assertEquals(0, hook("release end", "tagged"));
+        assertEquals(0, hookCaptured("stopped end"));
+        assertEquals(0, hookCaptured("release end"));
         assertFalse(serverRunning(), "release stops the server");
         assertFalse(Files.exists(region));
         assertFalse(Files.exists(paths.instanceConfig()));
@@ -148,6 +153,18 @@ class HookTest {
             assertEquals(List.of(), left.toList(), "nothing left in the runtime directory");
         }
         assertEquals("", told(), "a good start and stop says nothing to the user");
+    }
+
+    @Test
+    void releaseStopsTheServerEvenIfTheElementLeftTheLiveXml() throws Exception {
+        assertEquals(0, hookCaptured("prepare begin"), told());
+        assertTrue(serverRunning());
+        String untaggedNow = domain("tagged-release-end").replaceAll("(?s)<metadata>.*</metadata>", "");
+        Hook hook = new Hook(host, new DirectLauncher(host), new PrintStream(userOutput, true, StandardCharsets.UTF_8));
+        assertEquals(0, hook.run(new String[] {"gpuvm", "release", "end", "-"}, untaggedNow));
+        assertFalse(serverRunning());
+        assertFalse(Files.exists(paths.instanceConfig()));
+        assertFalse(Files.exists(shm.resolve("ivcuda-" + TAGGED_UUID)));
     }
 
     @Test
@@ -182,6 +199,21 @@ class HookTest {
         assertTrue(told().contains("not ready within 1500 ms (server.ready.timeout.ms)"), told());
         assertTrue(told().contains("behaviour hang"), "the log tail is shown: " + told());
         assertFalse(serverRunning(), "the hung server was stopped");
+        assertFalse(Files.exists(shm.resolve("ivcuda-" + TAGGED_UUID)));
+    }
+
+    @Test
+    void doorbellModeWaitsForTheServersSocket() throws Exception {
+        // The stand-in never listens on a socket: a doorbell start must fail clearly instead of leaving it to QEMU.
+        useConfig("server.ready.timeout.ms=1500\n");
+        String doorbell = domain("tagged")
+                .replace("size=\"4M\"", "mode=\"doorbell\"")
+                .replaceAll("(?s)<model type='ivshmem-plain'/>\\s*<size unit='M'>4</size>",
+                        "<model type='ivshmem-doorbell'/><server path='" + paths.doorbellSocket() + "'/><msi vectors='2' ioeventfd='on'/>");
+        Hook hook = new Hook(host, new DirectLauncher(host), new PrintStream(userOutput, true, StandardCharsets.UTF_8));
+        assertEquals(1, hook.run(new String[] {"gpuvm", "prepare", "begin", "-"}, doorbell), told());
+        assertTrue(told().contains("did not create its doorbell socket " + paths.doorbellSocket()), told());
+        assertFalse(serverRunning());
         assertFalse(Files.exists(shm.resolve("ivcuda-" + TAGGED_UUID)));
     }
 

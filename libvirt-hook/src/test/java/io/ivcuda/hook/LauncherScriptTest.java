@@ -19,12 +19,15 @@ class LauncherScriptTest {
     private record Run(int status, String stdout, String stderr) {
     }
 
+    private final java.util.Map<String, String> extraEnvironment = new java.util.HashMap<>();
+
     private Run launch(String xml, Path fakeJava, String... args) throws Exception {
         String script = System.getProperty("ivcuda.hook.launcher");
         ProcessBuilder builder = new ProcessBuilder(new java.util.ArrayList<>(java.util.List.of("sh", script)));
         builder.command().addAll(java.util.List.of(args));
         builder.environment().put("IVCUDA_JAVA", fakeJava.toString());
         builder.environment().put("IVCUDA_HOME", dir.toString());
+        builder.environment().putAll(extraEnvironment);
         Path out = dir.resolve("stdout");
         Path err = dir.resolve("stderr");
         builder.redirectOutput(out.toFile()).redirectError(err.toFile());
@@ -49,6 +52,45 @@ class LauncherScriptTest {
         assertEquals(0, run.status);
         assertFalse(Files.exists(dir.resolve("args")), "no JVM for an untagged domain");
         assertEquals("", run.stdout);
+    }
+
+    @Test
+    void reconnectAndReleaseSucceedWhateverTheJvmDoes() throws Exception {
+        String xml = HookTest.domain("tagged");
+        assertEquals(0, launch(xml, fakeJava(), "gpuvm", "reconnect", "begin", "-").status, "a failing reconnect would kill the VM");
+        assertTrue(Files.exists(dir.resolve("args")), "the Java hook did run");
+        assertEquals(0, launch(xml, dir.resolve("no-such-java"), "gpuvm", "reconnect", "begin", "-").status);
+        assertEquals(0, launch(xml, dir.resolve("no-such-java"), "gpuvm", "release", "end", "-").status);
+        assertTrue(launch(xml, dir.resolve("no-such-java"), "gpuvm", "prepare", "begin", "-").status != 0,
+                "without a JVM a start must not go ahead");
+    }
+
+    @Test
+    void releaseOfAnUntaggedDomainWithAServerStillReachesTheJavaHook() throws Exception {
+        String untagged = HookTest.domain("untagged");
+        String uuid = "0a0b0c0d-0000-4000-8000-000000000001";
+        Path runtime = Files.createDirectories(dir.resolve("run"));
+        Path config = dir.resolve("ivcuda.properties");
+        Files.writeString(config, "runtime.dir = " + runtime + "\n");
+        assertEquals(0, launchWithConfig(untagged, config, "plainvm", "release", "end", "-").status);
+        assertFalse(Files.exists(dir.resolve("args")), "no instance configuration: no JVM");
+        Files.writeString(runtime.resolve(uuid + ".properties"), "region.path=/x\n");
+        launchWithConfig(untagged, config, "plainvm", "release", "end", "-");
+        assertTrue(Files.exists(dir.resolve("args")), "a server may run: the Java hook cleans up");
+    }
+
+    private Run launchWithConfig(String xml, Path config, String... args) throws Exception {
+        extraEnvironment.put("IVCUDA_CONFIG", config.toString());
+        return launch(xml, fakeJava(), args);
+    }
+
+    @Test
+    void operationsWithoutWorkNeverStartAJvm() throws Exception {
+        for (String[] op : new String[][] {{"start", "begin"}, {"started", "begin"}, {"stopped", "end"}}) {
+            Run run = launch(HookTest.domain("tagged"), fakeJava(), "gpuvm", op[0], op[1], "-");
+            assertEquals(0, run.status);
+            assertFalse(Files.exists(dir.resolve("args")), "no JVM for " + op[0]);
+        }
     }
 
     @Test
