@@ -191,10 +191,8 @@ build_guest() {
             "$REPO_ROOT/api/cuda-driver.api" --c "$gen" >"$OUT/logs/guest-generate.log" 2>&1 ||
             { log "guest library: generating C failed (logs/guest-generate.log)"; return 1; }
         local make_cmd=${GUEST_MAKE:-make -C $REPO_ROOT/guest GEN=$gen}
-        # The runner's OUT (our results directory) must not leak into make: the guest
-        # Makefile takes its own output directory from a variable of that name.
         # shellcheck disable=SC2086 # GUEST_MAKE is a command line on purpose
-        timeout 300 env -u OUT $make_cmd >"$OUT/logs/guest-make.log" 2>&1 ||
+        timeout 300 $make_cmd >"$OUT/logs/guest-make.log" 2>&1 ||
             { log "guest library: '$make_cmd' failed (logs/guest-make.log)"; return 1; }
         local lib
         lib=$(find "$REPO_ROOT/guest" "$gen" -name libcuda.so.1 \( -type f -o -type l \) -printf '%T@ %p\n' 2>/dev/null |

@@ -48,7 +48,7 @@ import org.junit.jupiter.api.TestMethodOrder;
  * this build tree before libvirtd started (.ci/run does all that). With {@code IVCUDA_IT_LIBVIRT=required}
  * (CI) a missing libvirtd fails the test; otherwise the test is skipped.
  *
- * <p>The server is the real {@code cuda-server/target/cuda-server.jar} (host-memory backend: CI has no
+ * <p>The server is the real {@code cuda-server/target/cuda-server.jar} (its default cuda backend: CI has no
  * GPU). Only with {@code IVCUDA_IT_SERVER=standin} does it use the hook module's test stand-in.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -145,9 +145,9 @@ class LifecycleIT {
                 + "server.user=root\nqemu.group=libvirt-qemu\nserver.launch=direct\n"
                 + "server.command=" + serverCommand + "\n"
                 + "server.ready.timeout.ms=180000\ndefaults.size=64M\n"
-                + "log.dir=" + workDir.resolve("log") + "\n"
-                // cuda-server keys: no GPU in CI, so the transport-only backend.
-                + "backend=host-memory\n");
+                // the product's own backend: on a host without a GPU the server still serves
+                // and guests get CUDA_ERROR_NO_DEVICE from cuInit
+                + "log.dir=" + workDir.resolve("log") + "\n");
         configWritten = true;
     }
 
