@@ -64,6 +64,17 @@ class LayoutTest {
     }
 
     @Test
+    void smallRegionsGetFewerChannelsByDefault() {
+        assertEquals(32, Layout.autoChannelCount(256L << 20));
+        assertEquals(3, Layout.autoChannelCount(4L << 20));
+        assertEquals(1, Layout.autoChannelCount(1L << 20));
+        for (long size : new long[] {1L << 20, 2L << 20, 4L << 20, 64L << 20}) {
+            Layout l = Layout.compute(size, Layout.autoChannelCount(size), 0);
+            assertTrue(l.poolOffset() <= size, "fits: " + size);
+        }
+    }
+
+    @Test
     void aRegionTooSmallToAlignKeepsThePoolRightAfterTheChannels() {
         Layout l = Layout.compute(1L << 20, 1, 8192);
         assertEquals(l.channelTableOffset() + l.channelStride(), l.poolOffset());
