@@ -16,6 +16,7 @@
 #   IVCUDA-GUEST-UP                 the init script started
 #   IVCUDA-TEST-BEGIN <name>        before a program; its stdout follows
 #   IVCUDA-TEST-END <name> rc=<n>   after it
+#   IVCUDA-TEST-TIME <name> seconds=<s>  its wall time in the guest
 #   IVCUDA-STDERR <name>: <line>    its stderr, after the END line
 #   IVCUDA-GUEST-DONE               all programs ran; power-off follows
 # Downloads are cached in ${IVCUDA_VM_CACHE:-/var/cache/ivcuda-vm}. With IVCUDA_VM_BASE=DIR
@@ -54,18 +55,9 @@ if [ -n "${IVCUDA_VM_BASE:-}" ]; then
     busybox=$IVCUDA_VM_BASE/busybox
     kernel_from=$(cat "$IVCUDA_VM_BASE/kernel-package" 2>/dev/null || echo "$IVCUDA_VM_BASE")
 else
-    cache=${IVCUDA_VM_CACHE:-/var/cache/ivcuda-vm}
-    mkdir -p "$cache"
-    fetch() { # package name → path of its .deb in the cache
-        local deb
-        deb=$(ls "$cache"/"$1"_*.deb 2>/dev/null | head -1 || true)
-        if [ -z "$deb" ]; then
-            (cd "$cache" && apt-get download -q "$1" >/dev/null 2>&1) || {
-                echo "$0: apt-get download $1 failed (run 'apt-get update' first?)" >&2; exit 1; }
-            deb=$(ls "$cache"/"$1"_*.deb | head -1)
-        fi
-        echo "$deb"
-    }
+    # shellcheck source=vm/debs.sh
+    . "$(dirname "${BASH_SOURCE[0]}")/debs.sh"
+    fetch() { fetch_deb "$1" || exit 1; }
     # The metapackage names the versioned image package.
     meta=$(fetch linux-image-amd64)
     kernel_from=$(dpkg-deb -f "$meta" Depends | tr ',' '\n' | grep -o 'linux-image-[0-9][^ ]*' | head -1)
@@ -133,10 +125,13 @@ args=$(cat /etc/ivcuda-test-args)
 for t in /tests/*; do
     name=${t##*/}
     echo "IVCUDA-TEST-BEGIN $name"
+    t0=$(cut -d' ' -f1 /proc/uptime)
     # shellcheck disable=SC2086 # the arguments are a word list on purpose
     "$t" $args 2>/tmp/stderr
     rc=$?
+    t1=$(cut -d' ' -f1 /proc/uptime)
     echo "IVCUDA-TEST-END $name rc=$rc"
+    echo "IVCUDA-TEST-TIME $name seconds=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')"
     sed "s/^/IVCUDA-STDERR $name: /" /tmp/stderr
 done
 echo IVCUDA-GUEST-DONE
