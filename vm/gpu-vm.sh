@@ -67,7 +67,13 @@ bounded_timeout() {
 setup_qemu() {
     if [ -f "$CARRY/qemu.tar.xz" ]; then
         mkdir -p "$BUILD_DIR/qemu"
-        timeout 120 tar -xJf "$CARRY/qemu.tar.xz" -C "$BUILD_DIR/qemu" || { log "unpacking $CARRY/qemu.tar.xz failed"; return 1; }
+        # tar needs the xz program; Python's lzma module does without it
+        if command -v xz >/dev/null 2>&1; then
+            timeout 120 tar -xJf "$CARRY/qemu.tar.xz" -C "$BUILD_DIR/qemu"
+        else
+            timeout 120 python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+                "$CARRY/qemu.tar.xz" "$BUILD_DIR/qemu"
+        fi || { log "unpacking $CARRY/qemu.tar.xz failed"; return 1; }
         QEMU=$BUILD_DIR/qemu/bin/qemu-system-x86_64
         QEMU_ENV=(env "LD_LIBRARY_PATH=$BUILD_DIR/qemu/lib" "QEMU_MODULE_DIR=$BUILD_DIR/qemu/modules")
         QEMU_ARGS=(-L "$BUILD_DIR/qemu/share")
