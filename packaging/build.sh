@@ -39,7 +39,7 @@ echo "== version $version (pom $pom_version)"
 rm -rf "$out"
 mkdir -p "$out"
 
-# stage_host DEST UNIT_DIR UDEV_UNUSED QEMU_GROUP: the host package's files as installed.
+# stage_host DEST UNIT_DIR QEMU_GROUP: the host package's files as installed.
 stage_host() {
     local dest="$1" unit_dir="$2" qemu_group="$3"
     install -d "$dest/usr/share/ivcuda/lib" "$dest/usr/bin" "$dest/usr/libexec/ivcuda" \
@@ -55,7 +55,10 @@ stage_host() {
     install -m 0755 "$repo/libvirt-hook/src/main/sh/50-ivcuda" "$dest/usr/libexec/ivcuda/50-ivcuda"
     ln -s /usr/libexec/ivcuda/50-ivcuda "$dest/etc/libvirt/hooks/qemu.d/50-ivcuda"
     install -m 0644 "$repo/templates/ivcuda.properties" "$dest/etc/ivcuda/ivcuda.properties"
-    sed -i "s/^#qemu.group=.*/#qemu.group=$qemu_group/" "$dest/etc/ivcuda/ivcuda.properties"
+    # the built-in default is libvirt-qemu (Debian/Ubuntu); Fedora/RHEL's QEMU runs as group qemu
+    if [ "$qemu_group" != libvirt-qemu ]; then
+        sed -i "s/^#qemu.group=.*/qemu.group=$qemu_group/" "$dest/etc/ivcuda/ivcuda.properties"
+    fi
     install -m 0644 "$repo/templates/log4j2-hook.xml" "$repo/templates/log4j2-provisioner.xml" "$dest/etc/ivcuda/"
     install -m 0644 "$repo/templates/ivcuda-provisioner.service" "$repo/templates/ivcuda-server@.service" "$dest/$unit_dir/"
     sed -i "s/^SupplementaryGroups=.*/SupplementaryGroups=$qemu_group/" "$dest/$unit_dir/ivcuda-server@.service"
