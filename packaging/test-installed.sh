@@ -43,6 +43,14 @@ grep -q 'abstractions/libvirt-qemu.d/ivcuda' /etc/apparmor.d/local/abstractions/
     || fail "the AppArmor include is missing"
 /usr/bin/ivshmem-provisioner --help >/dev/null || fail "/usr/bin/ivshmem-provisioner --help"
 
+echo "== upgrade path (the same package again: prerm upgrade, postinst configure OLD), admin edit kept"
+echo "# admin edit kept across upgrades" >> /etc/ivcuda/ivcuda.properties
+dpkg -i "$host_deb"
+grep -q '^# admin edit kept across upgrades$' /etc/ivcuda/ivcuda.properties || fail "the upgrade lost the admin's edit"
+[ "$(readlink -f "$hook")" = /usr/libexec/ivcuda/50-ivcuda ] || fail "the hook is gone after the upgrade"
+[ "$(grep -c 'abstractions/libvirt-qemu.d/ivcuda' /etc/apparmor.d/local/abstractions/libvirt-qemu)" = 1 ] \
+    || fail "the AppArmor include is not there exactly once after the upgrade"
+
 echo "== libvirtd restart (finds the installed hook)"
 restart_libvirtd
 
