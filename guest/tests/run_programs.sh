@@ -23,5 +23,26 @@ run "$BUILD/programs/xfer_check" 4032 2
 run "$BUILD/programs/xfer_check" 1000003 4
 run "$BUILD/programs/xfer_check" 65536 3 pinned
 run "$BUILD/programs/fork_check" 300001
+
+# The admin's ivcuda-guest-check, finding the region as a device in a fake sysfs, then finding none.
+SYSFS=$(mktemp -d /tmp/ivcuda-check-sysfs-XXXXXX)
+trap 'kill $SERVER 2>/dev/null; rm -f "$REGION"; rm -rf "$SYSFS"' EXIT
+mkdir -p "$SYSFS/bus/pci/devices/0000:00:05.0" "$SYSFS/none/bus/pci/devices"
+echo 0x1af4 > "$SYSFS/bus/pci/devices/0000:00:05.0/vendor"
+echo 0x1110 > "$SYSFS/bus/pci/devices/0000:00:05.0/device"
+ln -s "$REGION" "$SYSFS/bus/pci/devices/0000:00:05.0/resource2"
+check() { # expected-status expected-text sysfs-root
+    set +e
+    output=$(IVCUDA_SYSFS_ROOT=$3 "$BUILD/ivcuda-guest-check" --library "$BUILD/libcuda.so.1" 2>&1)
+    status=$?
+    set -e
+    case "$status:$output" in
+        "$1:"*"$2"*) passed=$((passed + 1)) ;;
+        *) failed=$((failed + 1)); echo "FAILED: ivcuda-guest-check in $3: exit $status (expected $1 with '$2') -> $output" ;;
+    esac
+}
+check 0 "server answers" "$SYSFS"
+check 1 "no ivshmem device found" "$SYSFS/none"
+
 echo "programs: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -50,6 +50,11 @@ import org.junit.jupiter.api.TestMethodOrder;
  *
  * <p>The server is the real {@code cuda-server/target/cuda-server.jar} (its default cuda backend: CI has no
  * GPU). Only with {@code IVCUDA_IT_SERVER=standin} does it use the hook module's test stand-in.
+ *
+ * <p>With {@code -Divcuda.installed=true} it tests the installed ivcuda-host package instead of the build
+ * tree: the hook must be the package's ({@value #INSTALLED_HOOK_TARGET}), the provisioner is
+ * {@code /usr/bin/ivshmem-provisioner}, the servers are {@code /usr/bin/ivcuda-server} running as the
+ * package's user {@code ivcuda}.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class LifecycleIT {
@@ -59,6 +64,10 @@ class LifecycleIT {
     private static final String PREFIX = "ivcuda-it-";
     /** Generous: eight TCG guests plus eight server JVMs on a small CI machine take their time. */
     private static final long WAIT_MS = 300_000;
+    private static final boolean INSTALLED = Boolean.getBoolean("ivcuda.installed");
+    private static final String INSTALLED_HOOK_TARGET = "/usr/libexec/ivcuda/50-ivcuda";
+    private static final String INSTALLED_SERVER_USER = "ivcuda";
+    private static final Path HOOK = Path.of("/etc/libvirt/hooks/qemu.d/50-ivcuda");
 
     private static Path repo;
     private static Path workDir;
@@ -83,9 +92,16 @@ class LifecycleIT {
         writeHostConfig();
         host = HostConfig.load(List.of(HOST_CONFIG));
 
-        Path jar = repo.resolve("ivshmem-provisioner/target/ivshmem-provisioner.jar");
-        assertTrue(Files.exists(jar), "the provisioner jar is built before the integration test: " + jar);
-        provisioner = new ProcessBuilder(javaCommand(), "-jar", jar.toString(), "daemon")
+        List<String> provisionerCommand;
+        if (INSTALLED) {
+            assertEquals(Path.of(INSTALLED_HOOK_TARGET), HOOK.toRealPath(), "the installed package's hook is in place");
+            provisionerCommand = List.of("/usr/bin/ivshmem-provisioner", "daemon");
+        } else {
+            Path jar = repo.resolve("ivshmem-provisioner/target/ivshmem-provisioner.jar");
+            assertTrue(Files.exists(jar), "the provisioner jar is built before the integration test: " + jar);
+            provisionerCommand = List.of(javaCommand(), "-jar", jar.toString(), "daemon");
+        }
+        provisioner = new ProcessBuilder(provisionerCommand)
                 .redirectErrorStream(true)
                 .redirectOutput(workDir.resolve("provisioner.log").toFile())
                 .start();
@@ -118,7 +134,7 @@ class LifecycleIT {
         if (version.status != 0) {
             return "libvirtd is unreachable at " + URI + ": " + version.output.trim();
         }
-        if (!Files.isExecutable(Path.of("/etc/libvirt/hooks/qemu.d/50-ivcuda"))) {
+        if (!Files.isExecutable(HOOK)) {
             return "the hook /etc/libvirt/hooks/qemu.d/50-ivcuda is not installed (see .ci/run)";
         }
         return null;
@@ -127,7 +143,11 @@ class LifecycleIT {
     private static void writeHostConfig() throws IOException {
         Path serverJar = repo.resolve("cuda-server/target/cuda-server.jar");
         String serverCommand;
-        if ("standin".equals(System.getenv("IVCUDA_IT_SERVER"))) {
+        String serverUser = "root";
+        if (INSTALLED) {
+            serverCommand = "/usr/bin/ivcuda-server -J-Xmx256m -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC";
+            serverUser = INSTALLED_SERVER_USER;
+        } else if ("standin".equals(System.getenv("IVCUDA_IT_SERVER"))) {
             Path hook = repo.resolve("libvirt-hook/target");
             serverCommand = javaCommand() + " -Xmx64m -cp " + hook.resolve("test-classes") + ":" + hook.resolve("classes")
                     + " io.ivcuda.hook.StandInCudaServer";
@@ -142,7 +162,7 @@ class LifecycleIT {
         }
         Files.createDirectories(HOST_CONFIG.getParent());
         Files.writeString(HOST_CONFIG, "# Written by LifecycleIT; the previous file is restored afterwards.\n"
-                + "server.user=root\nqemu.group=libvirt-qemu\nserver.launch=direct\n"
+                + "server.user=" + serverUser + "\nqemu.group=libvirt-qemu\nserver.launch=direct\n"
                 + "server.command=" + serverCommand + "\n"
                 + "server.ready.timeout.ms=180000\ndefaults.size=64M\n"
                 // the product's own backend: on a host without a GPU the server still serves
@@ -262,6 +282,14 @@ class LifecycleIT {
     private static void assertServerRunning(InstancePaths paths) throws Exception {
         assertTrue(Files.exists(paths.instanceConfig()), "instance configuration " + paths.instanceConfig());
         assertFalse(serverPids(paths).isEmpty(), "a cuda-server runs for " + paths.domainUuid());
+        if (INSTALLED) {
+            for (long pid : serverPids(paths)) {
+                ProcessHandle.Info info = ProcessHandle.of(pid).map(ProcessHandle::info).orElseThrow();
+                assertEquals(INSTALLED_SERVER_USER, info.user().orElse("?"), "the installed server's user, pid " + pid);
+                String cmdline = Files.readString(Path.of("/proc/" + pid + "/cmdline")).replace('\0', ' ');
+                assertTrue(cmdline.contains("/usr/share/ivcuda/cuda-server.jar"), "the installed server jar: " + cmdline);
+            }
+        }
         ByteBuffer header = readHeader(paths.regionFile());
         assertEquals(0x3130414455435649L, header.getLong(0x00), "region magic");
         assertEquals(1, header.getInt(0x18), "server_state READY (the hook returned only once it was)");

@@ -1,0 +1,115 @@
+#!/bin/bash
+# Builds the four ivcuda packages from the Maven build's outputs (no network inside the package build):
+#   packaging/out/ivcuda-host_<v>_all.deb, ivcuda-guest_<v>_<arch>.deb, ivcuda-host-<v>.noarch.rpm,
+#   ivcuda-guest-<v>.<arch>.rpm
+# Usage: packaging/build.sh [--deb-only|--rpm-only]. Runs `mvn -B -q package -DskipTests` first unless the
+# jars and the guest library are already built (IVCUDA_SKIP_MAVEN=1 never builds).
+# Needs: debhelper, dpkg-dev, fakeroot (debs); rpm (rpmbuild; Debian's rpm package is enough).
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="$repo/packaging/out"
+want_deb=1 want_rpm=1
+case "${1:-}" in
+    --deb-only) want_rpm=0 ;;
+    --rpm-only) want_deb=0 ;;
+    "") ;;
+    *) echo "usage: $0 [--deb-only|--rpm-only]" >&2; exit 64 ;;
+esac
+
+built_outputs=(
+    cuda-server/target/cuda-server.jar libvirt-hook/target/libvirt-hook.jar
+    ivshmem-provisioner/target/ivshmem-provisioner.jar guest/target/libcuda.so.1 guest/target/ivcuda-guest-check
+)
+need_build=0
+for f in "${built_outputs[@]}"; do [ -e "$repo/$f" ] || need_build=1; done
+if [ "$need_build" = 1 ] && [ "${IVCUDA_SKIP_MAVEN:-0}" != 1 ]; then
+    echo "== mvn package (jars, guest library)"
+    (cd "$repo" && mvn -B -q package -DskipTests)
+fi
+for f in "${built_outputs[@]}"; do
+    [ -e "$repo/$f" ] || { echo "missing build output $f (run mvn -B package -DskipTests)" >&2; exit 1; }
+done
+
+# 0.1.0-SNAPSHOT -> 0.1.0~SNAPSHOT: sorts before the release 0.1.0 in dpkg and rpm alike.
+pom_version=$(sed -n '0,/<version>/s:.*<version>\(.*\)</version>.*:\1:p' "$repo/pom.xml")
+version="${pom_version//-/\~}"
+echo "== version $version (pom $pom_version)"
+
+rm -rf "$out"
+mkdir -p "$out"
+
+# stage_host DEST UNIT_DIR QEMU_GROUP: the host package's files as installed.
+stage_host() {
+    local dest="$1" unit_dir="$2" qemu_group="$3"
+    install -d "$dest/usr/share/ivcuda/lib" "$dest/usr/bin" "$dest/usr/libexec/ivcuda" \
+        "$dest/etc/libvirt/hooks/qemu.d" "$dest/etc/ivcuda" "$dest/$unit_dir" "$dest/usr/lib/tmpfiles.d" \
+        "$dest/usr/lib/sysusers.d" "$dest/etc/apparmor.d/abstractions/libvirt-qemu.d" "$dest/usr/share/doc/ivcuda"
+    local module
+    for module in cuda-server libvirt-hook ivshmem-provisioner; do
+        install -m 0644 "$repo/$module/target/$module.jar" "$dest/usr/share/ivcuda/"
+        # one lib/ for all three (same versions: the root pom's dependencyManagement)
+        install -m 0644 "$repo/$module/target/lib/"*.jar "$dest/usr/share/ivcuda/lib/"
+    done
+    install -m 0755 "$repo/packaging/files/ivcuda-server" "$repo/packaging/files/ivshmem-provisioner" "$dest/usr/bin/"
+    install -m 0755 "$repo/libvirt-hook/src/main/sh/50-ivcuda" "$dest/usr/libexec/ivcuda/50-ivcuda"
+    ln -s /usr/libexec/ivcuda/50-ivcuda "$dest/etc/libvirt/hooks/qemu.d/50-ivcuda"
+    install -m 0644 "$repo/templates/ivcuda.properties" "$dest/etc/ivcuda/ivcuda.properties"
+    # the built-in default is libvirt-qemu (Debian/Ubuntu); Fedora/RHEL's QEMU runs as group qemu
+    if [ "$qemu_group" != libvirt-qemu ]; then
+        sed -i "s/^#qemu.group=.*/qemu.group=$qemu_group/" "$dest/etc/ivcuda/ivcuda.properties"
+    fi
+    install -m 0644 "$repo/templates/log4j2-hook.xml" "$repo/templates/log4j2-provisioner.xml" "$dest/etc/ivcuda/"
+    install -m 0644 "$repo/templates/ivcuda-provisioner.service" "$repo/templates/ivcuda-server@.service" "$dest/$unit_dir/"
+    sed -i "s/^SupplementaryGroups=.*/SupplementaryGroups=$qemu_group/" "$dest/$unit_dir/ivcuda-server@.service"
+    sed "s/@QEMU_GROUP@/$qemu_group/" "$repo/packaging/files/ivcuda.tmpfiles.in" > "$dest/usr/lib/tmpfiles.d/ivcuda.conf"
+    install -m 0644 "$repo/packaging/files/ivcuda.sysusers" "$dest/usr/lib/sysusers.d/ivcuda.conf"
+    install -m 0644 "$repo/packaging/files/apparmor-libvirt-qemu" "$dest/etc/apparmor.d/abstractions/libvirt-qemu.d/ivcuda"
+    install -m 0644 "$repo/docs/operations.md" "$dest/usr/share/doc/ivcuda/"
+}
+
+# stage_guest DEST UDEV_DIR
+stage_guest() {
+    local dest="$1" udev_dir="$2"
+    install -d "$dest/usr/lib/ivcuda" "$dest/etc/ld.so.conf.d" "$dest/$udev_dir" "$dest/usr/bin"
+    install -m 0644 "$repo/guest/target/libcuda.so.1" "$dest/usr/lib/ivcuda/libcuda.so.1"
+    install -m 0644 "$repo/packaging/files/ld.so.conf" "$dest/etc/ld.so.conf.d/ivcuda.conf"
+    install -m 0644 "$repo/packaging/files/60-ivcuda.rules" "$dest/$udev_dir/60-ivcuda.rules"
+    install -m 0755 "$repo/guest/target/ivcuda-guest-check" "$dest/usr/bin/ivcuda-guest-check"
+}
+
+if [ "$want_deb" = 1 ]; then
+    echo "== deb"
+    src="$out/deb/ivcuda-$version"
+    mkdir -p "$src"
+    cp -a "$repo/packaging/deb/debian" "$src/"
+    # Debian 12's debhelper looks for units and udev rules under /lib.
+    stage_host "$src/staged/host" lib/systemd/system libvirt-qemu
+    stage_guest "$src/staged/guest" lib/udev/rules.d
+    cat > "$src/debian/changelog" <<CHANGELOG
+ivcuda ($version-1) unstable; urgency=medium
+
+  * Build of ivcuda $pom_version from the source tree.
+
+ -- ivcuda maintainers <maintainers@ivcuda.dev>  $(date -R -d @"${SOURCE_DATE_EPOCH:-$(date +%s)}")
+CHANGELOG
+    (cd "$src" && dpkg-buildpackage -b -us -uc)
+    mv "$out/deb/"*.deb "$out/"
+    mv "$out/deb/"*.changes "$out/" 2>/dev/null || true
+fi
+
+if [ "$want_rpm" = 1 ]; then
+    echo "== rpm"
+    top="$out/rpm"
+    mkdir -p "$top"/{BUILD,RPMS,SOURCES,SPECS,SRPMS}
+    stage_host "$top/SOURCES/host" usr/lib/systemd/system qemu
+    stage_guest "$top/SOURCES/guest" usr/lib/udev/rules.d
+    cp "$repo/packaging/rpm/ivcuda.spec" "$top/SPECS/"
+    # --nodeps: BuildRequires are checked against the rpm database, which a Debian builder does not have.
+    rpmbuild -bb --nodeps --define "_topdir $top" --define "ivcuda_version $version" \
+        --define "_build_id_links none" "$top/SPECS/ivcuda.spec"
+    find "$top/RPMS" -name '*.rpm' -exec mv {} "$out/" \;
+fi
+
+echo "== packages in $out"
+ls -1 "$out"/*.deb "$out"/*.rpm 2>/dev/null || true
