@@ -1,0 +1,107 @@
+package io.ivcuda.server.core;
+
+import static io.ivcuda.server.region.ChannelLayout.GUEST_WAITING;
+import static io.ivcuda.server.region.ChannelLayout.SERVER_PARKED;
+
+import io.ivcuda.server.doorbell.Doorbells;
+import java.lang.invoke.VarHandle;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.IntConsumer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * ivshmem-doorbell (docs/protocol.md §8): spin for the spin budget, then park —
+ * register with the {@link Doorbells}, store {@code server_parked = 1}, full fence, check the
+ * channel again (the guest stores its counter, fences, then loads {@code server_parked}: one of
+ * the two sides sees the other, so a wake-up is never lost), and sleep until the guest rings the
+ * channel's vector, or {@link #PARK_TIMEOUT_MS} passes; then {@code server_parked = 0}.
+ * An idle worker costs one wake-up per {@link #PARK_TIMEOUT_MS}.
+ */
+public final class DoorbellIdle implements IdleWait {
+    /** Longest sleep without a ring: a guest that cannot ring (no BAR0 mapping) is still served, slowly. */
+    public static final long PARK_TIMEOUT_MS = 1000;
+
+    private final UnsafeBuffer channel;
+    private final int index;
+    private final int vector;
+    private final Doorbells doorbells;
+    private final IntConsumer interruptGuest;
+    private final long spinNs;
+    private boolean spinning;
+    private long spinStart;
+    private long parks;
+
+    /**
+     * @param interruptGuest raises a guest MSI-X vector (the ivshmem server's guest eventfd)
+     */
+    public DoorbellIdle(UnsafeBuffer channel, int index, Doorbells doorbells, IntConsumer interruptGuest, long spinUs) {
+        this.channel = channel;
+        this.index = index;
+        this.vector = doorbells.vectorOf(index);
+        this.doorbells = doorbells;
+        this.interruptGuest = interruptGuest;
+        this.spinNs = TimeUnit.MICROSECONDS.toNanos(spinUs);
+    }
+
+    @Override
+    public void reset() {
+        spinning = false;
+    }
+
+    @Override
+    public void idle(WorkCheck check) {
+        long now = System.nanoTime();
+        if (!spinning) {
+            spinning = true;
+            spinStart = now;
+        }
+        if (now - spinStart < spinNs) {
+            Thread.onSpinWait();
+            return;
+        }
+        park(check);
+    }
+
+    private void park(WorkCheck check) {
+        long rung = doorbells.rings(vector);
+        doorbells.parking(index, Thread.currentThread());
+        channel.putIntVolatile(SERVER_PARKED, 1);
+        VarHandle.fullFence();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(PARK_TIMEOUT_MS);
+        while (!check.ready() && doorbells.rings(vector) == rung) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                break;
+            }
+            LockSupport.parkNanos(this, left);
+        }
+        channel.putIntVolatile(SERVER_PARKED, 0);
+        doorbells.parking(index, null);
+        parks++;
+    }
+
+    /** How often this worker slept (tests). */
+    public long parks() {
+        return parks;
+    }
+
+    @Override
+    public void published() {
+        // store resp_seq/server_chunk, fence, load guest_waiting: pairs with the guest's
+        // store guest_waiting, fence, load resp_seq (§8)
+        VarHandle.fullFence();
+        if (channel.getIntVolatile(GUEST_WAITING) == 1) {
+            interruptGuest.accept(vector);
+        }
+    }
+
+    @Override
+    public void detached() {
+        // a free channel reads as parked, so the next claimer's ivc_hello rings; the ring (or
+        // this nudge) sends the watcher to attach a worker
+        channel.putIntVolatile(SERVER_PARKED, 1);
+        VarHandle.fullFence();
+        doorbells.nudgeWatcher();
+    }
+}
