@@ -52,6 +52,12 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     /** How often the watcher looks for claims: a new guest thread's first call waits at most this. */
     private static final long WATCH_PERIOD_NS = TimeUnit.MILLISECONDS.toNanos(1);
     private static final long HEARTBEAT_MS = 100;
+    /**
+     * Doorbell mode beats and checks liveness once a second: each wake-up of an idle server costs
+     * CPU, the guest declares a server dead only after 5 s without a beat, and owners time out after
+     * owner.timeout.ms (≥ 10 beats of the guest's 250 ms heartbeat are still seen).
+     */
+    private static final long DOORBELL_HEARTBEAT_MS = 1000;
     private static final int GUEST_BEATS_FOR_RECLAIM = 8;
 
     private final ServerConfig config;
@@ -220,7 +226,8 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
 
     private IdleWait idleFor(int channel) {
         return config.doorbell()
-                ? new DoorbellIdle(channels[channel], channel, doorbells, ivshmem::interruptGuest, config.waitSpinUs())
+                ? new DoorbellIdle(channels[channel], channel, doorbells, ivshmem::interruptGuest, config.waitSpinUs(),
+                        config.doorbellParkTimeoutMs())
                 : new PlainIdle(config.waitSpinUs(), config.waitParkMaxUs());
     }
 
@@ -304,10 +311,14 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         header.putByte(SERVER_MESSAGE + n, (byte) 0);
     }
 
+    private long heartbeatMs() {
+        return config.doorbell() ? DOORBELL_HEARTBEAT_MS : HEARTBEAT_MS;
+    }
+
     private void beat() {
         while (running) {
             header.addLongRelease(SERVER_HEARTBEAT, 1);
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(HEARTBEAT_MS));
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(heartbeatMs()));
         }
     }
 
@@ -331,11 +342,11 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
             }
             long now = System.nanoTime();
             if (now - nextLiveness >= 0) {
-                nextLiveness = now + TimeUnit.MILLISECONDS.toNanos(HEARTBEAT_MS);
+                nextLiveness = now + TimeUnit.MILLISECONDS.toNanos(heartbeatMs());
                 checkLiveness(now);
             }
             // doorbell: a claim's ivc_hello rings (the Doorbells unpark us); the liveness period bounds the sleep
-            LockSupport.parkNanos(config.doorbell() ? TimeUnit.MILLISECONDS.toNanos(HEARTBEAT_MS) : WATCH_PERIOD_NS);
+            LockSupport.parkNanos(config.doorbell() ? TimeUnit.MILLISECONDS.toNanos(heartbeatMs()) : WATCH_PERIOD_NS);
         }
     }
 

@@ -16,13 +16,13 @@ import org.apache.commons.configuration2.ex.ConfigurationException;
  * a {@link ConfigError} names the key and where it came from.
  */
 public record ServerConfig(Path regionPath, long regionSize, String mode, String doorbellSocket, int doorbellVectors,
-                           int doorbellPeerUid, String gpu,
+                           int doorbellPeerUid, int doorbellParkTimeoutMs, String gpu,
                            long memoryQuota, String backend, int channelCount, int channelWindow,
                            int ownerTimeoutMs, long waitSpinUs, long waitParkMaxUs, Path pidfile,
                            String domainUuid, String domainName) {
 
     static final Set<String> KEYS = Set.of("region.path", "region.size", "mode", "doorbell.socket",
-            "doorbell.vectors", "doorbell.peer.uid", "gpu",
+            "doorbell.vectors", "doorbell.peer.uid", "doorbell.park.timeout.ms", "gpu",
             "memory.quota", "backend", "channel.count", "channel.window", "owner.timeout.ms", "wait.spin.us",
             "wait.park.max.us", "pidfile", "domain.uuid", "domain.name");
 
@@ -88,7 +88,8 @@ public record ServerConfig(Path regionPath, long regionSize, String mode, String
         String pidfile = r.string("pidfile", null);
         return new ServerConfig(Path.of(regionPath), r.number("region.size", 268435456L, 1L << 20, 1L << 46),
                 mode, socket, (int) r.number("doorbell.vectors", 1, 1, 64),
-                (int) r.number("doorbell.peer.uid", -1, -1, Integer.MAX_VALUE), r.string("gpu", "0"),
+                (int) r.number("doorbell.peer.uid", -1, -1, Integer.MAX_VALUE),
+                (int) r.number("doorbell.park.timeout.ms", 1000, 10, 60_000), r.string("gpu", "0"),
                 r.number("memory.quota", 0, 0, Long.MAX_VALUE), backend,
                 (int) r.number("channel.count", 32, 1, 4096), (int) r.number("channel.window", 0, 0, 16 << 20),
                 (int) r.number("owner.timeout.ms", 10000, 100, 3_600_000),

@@ -11,23 +11,23 @@ import java.util.function.IntConsumer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
- * ivshmem-doorbell (docs/protocol.md §8): spin for the spin budget, then park —
+ * ivshmem-doorbell (docs/protocol.md §8): spin for half the spin budget, yield the CPU for the
+ * other half, then park —
  * register with the {@link Doorbells}, store {@code server_parked = 1}, full fence, check the
  * channel again (the guest stores its counter, fences, then loads {@code server_parked}: one of
  * the two sides sees the other, so a wake-up is never lost), and sleep until the guest rings the
- * channel's vector, or {@link #PARK_TIMEOUT_MS} passes; then {@code server_parked = 0}.
- * An idle worker costs one wake-up per {@link #PARK_TIMEOUT_MS}.
+ * channel's vector, or {@code doorbell.park.timeout.ms} passes; then {@code server_parked = 0}.
+ * An idle worker costs one wake-up per timeout; stop and reclaim wake it at once ({@link #wake}).
+ * The timeout only matters for a guest that cannot ring (no BAR0 mapping): it is served, slowly.
  */
 public final class DoorbellIdle implements IdleWait {
-    /** Longest sleep without a ring: a guest that cannot ring (no BAR0 mapping) is still served, slowly. */
-    public static final long PARK_TIMEOUT_MS = 1000;
-
     private final UnsafeBuffer channel;
     private final int index;
     private final int vector;
     private final Doorbells doorbells;
     private final IntConsumer interruptGuest;
     private final long spinNs;
+    private final long parkTimeoutNs;
     private boolean spinning;
     private long spinStart;
     private long parks;
@@ -35,13 +35,15 @@ public final class DoorbellIdle implements IdleWait {
     /**
      * @param interruptGuest raises a guest MSI-X vector (the ivshmem server's guest eventfd)
      */
-    public DoorbellIdle(UnsafeBuffer channel, int index, Doorbells doorbells, IntConsumer interruptGuest, long spinUs) {
+    public DoorbellIdle(UnsafeBuffer channel, int index, Doorbells doorbells, IntConsumer interruptGuest, long spinUs,
+                        long parkTimeoutMs) {
         this.channel = channel;
         this.index = index;
         this.vector = doorbells.vectorOf(index);
         this.doorbells = doorbells;
         this.interruptGuest = interruptGuest;
         this.spinNs = TimeUnit.MICROSECONDS.toNanos(spinUs);
+        this.parkTimeoutNs = TimeUnit.MILLISECONDS.toNanos(parkTimeoutMs);
     }
 
     @Override
@@ -56,11 +58,16 @@ public final class DoorbellIdle implements IdleWait {
             spinning = true;
             spinStart = now;
         }
-        if (now - spinStart < spinNs) {
+        long spun = now - spinStart;
+        if (spun < spinNs / 2) {
             Thread.onSpinWait();
-            return;
+        } else if (spun < spinNs) {
+            // The guest's thread may be waiting for this very CPU (more runnable threads than
+            // CPUs): spinning on would keep it from publishing the request we wait for.
+            Thread.yield();
+        } else {
+            park(check);
         }
-        park(check);
     }
 
     private void park(WorkCheck check) {
@@ -68,7 +75,7 @@ public final class DoorbellIdle implements IdleWait {
         doorbells.parking(index, Thread.currentThread());
         channel.putIntVolatile(SERVER_PARKED, 1);
         VarHandle.fullFence();
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(PARK_TIMEOUT_MS);
+        long deadline = System.nanoTime() + parkTimeoutNs;
         while (!check.ready() && doorbells.rings(vector) == rung) {
             long left = deadline - System.nanoTime();
             if (left <= 0) {

@@ -28,7 +28,8 @@ public final class IvshmemServer implements AutoCloseable {
     public static final int MAX_VECTORS = 64;
 
     private static final Logger LOG = LogManager.getLogger(IvshmemServer.class);
-    private static final int POLL_MS = 200;
+    /** How long a poll blocks before {@link #close} is noticed: each return is a wake-up of an idle server. */
+    private static final int POLL_MS = 1000;
 
     /** What the VM's peer does. Called on the server's own thread. */
     public interface Listener {
