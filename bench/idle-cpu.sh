@@ -9,6 +9,9 @@
 #
 # usage: bench/idle-cpu.sh [CHANNELS] [SECONDS]     (defaults 8 and 30; after mvn package and make -C guest)
 #        SERVER_JAVA_OPTS="-XX:+UseSerialGC ..." bench/idle-cpu.sh   (JVM options of the server)
+#        PIN=1 bench/idle-cpu.sh   server on CPU 0, guest program on CPU 1 (taskset): on a small or
+#        busy machine the two may otherwise share one CPU, and each call then waits for the other's
+#        spin budget to yield — in both modes alike.
 # Prints a markdown table; raw output in $OUT (default ./out/idle-cpu).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,13 +43,15 @@ PY
 for mode in plain doorbell; do
     region=/dev/shm/ivcuda-idle-$$-$mode
     socket=$work/$mode.sock
-    java ${SERVER_JAVA_OPTS:-} -jar cuda-server/target/cuda-server.jar --set region.path="$region" --set region.size=67108864 \
+    pin_server=(); pin_guest=()
+    if [ "${PIN:-0}" = 1 ]; then pin_server=(taskset -c 0); pin_guest=(taskset -c 1); fi
+    "${pin_server[@]}" java ${SERVER_JAVA_OPTS:-} -jar cuda-server/target/cuda-server.jar --set region.path="$region" --set region.size=67108864 \
         --set backend=host-memory --set mode=$mode --set doorbell.socket="$socket" --set doorbell.vectors=2 \
         --set channel.count=$((channels + 2)) >"$out/server-$mode.log" 2>&1 &
     server_pid=$!
     for _ in $(seq 300); do ready "$region" && break; sleep 0.1; done
     ready "$region" || { echo "server ($mode) not ready; see $out/server-$mode.log"; exit 1; }
-    run=("$work/idle_bench" "$server_pid" "$channels" "$seconds" 20 20000)
+    run=("${pin_guest[@]}" "$work/idle_bench" "$server_pid" "$channels" "$seconds" 20 20000)
     if [ $mode = doorbell ]; then run=(python3 bench/idle/qemu_peer.py "$socket" 2 "${run[@]}"); fi
     IVCUDA_REGION=$region LD_LIBRARY_PATH=$root/guest/target "${run[@]}" >"$out/$mode.txt" 2>"$out/$mode.err"
     if [ $mode = doorbell ]; then
@@ -68,4 +73,4 @@ for mode in plain doorbell; do
          "$(value $mode wake_p50_us) / $(value $mode wake_p90_us) / $(value $mode wake_max_us) |" \
          "$(value $mode busy_p50_us) / $(value $mode busy_p90_us) |"
 done
-echo "($channels idle channels, ${seconds} s; server JVM options: ${SERVER_JAVA_OPTS:-none}; $(nproc) CPUs, $(uname -r), $(java -version 2>&1 | head -1))"
+echo "($channels idle channels, ${seconds} s; server JVM options: ${SERVER_JAVA_OPTS:-none}; pinned: ${PIN:-0}; $(nproc) CPUs, $(uname -r), $(java -version 2>&1 | head -1))"

@@ -215,6 +215,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
                         whenVmLeaves.run();
                     }
                 });
+        shareSocketWithQemu(Path.of(config.doorbellSocket()));
         EventFd[] host = new EventFd[config.doorbellVectors()];
         for (int v = 0; v < host.length; v++) {
             host[v] = ivshmem.hostVector(v);
@@ -222,6 +223,21 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         doorbells = new Doorbells(host, layout.channelCount());
         doorbells.watcher(watcher);
         doorbells.start();
+    }
+
+    /**
+     * Connecting needs write permission on the socket: QEMU runs as another user (libvirt-qemu),
+     * in the group the hook gave the region file (qemu.group). Mode 0660, that group.
+     */
+    private void shareSocketWithQemu(Path socket) throws IOException {
+        Files.setPosixFilePermissions(socket, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw----"));
+        var group = Files.readAttributes(config.regionPath(), java.nio.file.attribute.PosixFileAttributes.class).group();
+        try {
+            Files.getFileAttributeView(socket, java.nio.file.attribute.PosixFileAttributeView.class).setGroup(group);
+        } catch (IOException e) {
+            LOG.warn("doorbell socket {}: cannot give it the region's group {} ({}); QEMU may be refused by the "
+                    + "file system", socket, group.getName(), e.getMessage());
+        }
     }
 
     private IdleWait idleFor(int channel) {
