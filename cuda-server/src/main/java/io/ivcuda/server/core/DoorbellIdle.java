@@ -17,10 +17,15 @@ import org.agrona.concurrent.UnsafeBuffer;
  * channel again (the guest stores its counter, fences, then loads {@code server_parked}: one of
  * the two sides sees the other, so a wake-up is never lost), and sleep until the guest rings the
  * channel's vector, or {@code doorbell.park.timeout.ms} passes; then {@code server_parked = 0}.
- * An idle worker costs one wake-up per timeout; stop and reclaim wake it at once ({@link #wake}).
- * The timeout only matters for a guest that cannot ring (no BAR0 mapping): it is served, slowly.
+ * Each timeout without work doubles the next one (up to 30 s), so a long-idle channel costs almost
+ * no wake-ups; stop and reclaim wake the worker at once ({@link #wake}). The timeout only matters
+ * for a guest that cannot ring (no BAR0 mapping): while it keeps calling it is served at the pace
+ * of {@code doorbell.park.timeout.ms}.
  */
 public final class DoorbellIdle implements IdleWait {
+    /** The longest a parked worker sleeps without a ring once its channel has been idle a while. */
+    static final long MAX_PARK_NS = TimeUnit.SECONDS.toNanos(30);
+
     private final UnsafeBuffer channel;
     private final int index;
     private final int vector;
@@ -28,6 +33,8 @@ public final class DoorbellIdle implements IdleWait {
     private final IntConsumer interruptGuest;
     private final long spinNs;
     private final long parkTimeoutNs;
+    /** Grows while parks time out without work (an idle channel wakes ever more rarely); reset by work. */
+    private long currentTimeoutNs;
     private boolean spinning;
     private long spinStart;
     private long parks;
@@ -44,11 +51,13 @@ public final class DoorbellIdle implements IdleWait {
         this.interruptGuest = interruptGuest;
         this.spinNs = TimeUnit.MICROSECONDS.toNanos(spinUs);
         this.parkTimeoutNs = TimeUnit.MILLISECONDS.toNanos(parkTimeoutMs);
+        this.currentTimeoutNs = parkTimeoutNs;
     }
 
     @Override
     public void reset() {
         spinning = false;
+        currentTimeoutNs = parkTimeoutNs;
     }
 
     @Override
@@ -75,10 +84,12 @@ public final class DoorbellIdle implements IdleWait {
         doorbells.parking(index, Thread.currentThread());
         channel.putIntVolatile(SERVER_PARKED, 1);
         VarHandle.fullFence();
-        long deadline = System.nanoTime() + parkTimeoutNs;
+        long deadline = System.nanoTime() + currentTimeoutNs;
         while (!check.ready() && doorbells.rings(vector) == rung) {
             long left = deadline - System.nanoTime();
             if (left <= 0) {
+                // nothing came: sleep longer next time (a guest that cannot ring resets it with each call)
+                currentTimeoutNs = Math.min(currentTimeoutNs * 2, MAX_PARK_NS);
                 break;
             }
             LockSupport.parkNanos(this, left);

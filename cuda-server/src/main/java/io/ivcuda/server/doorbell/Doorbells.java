@@ -21,8 +21,8 @@ import org.apache.logging.log4j.Logger;
  */
 public final class Doorbells implements AutoCloseable {
     private static final Logger LOG = LogManager.getLogger(Doorbells.class);
-    /** How long the dispatcher's poll blocks before it looks at {@link #running} again. */
-    private static final int POLL_MS = 1000;
+    /** A safety net only: {@link #close} wakes the poll with a signal on vector 0. */
+    private static final int POLL_MS = 60_000;
 
     private final EventFd[] vectors;
     private final AtomicLongArray rings;
@@ -121,8 +121,9 @@ public final class Doorbells implements AutoCloseable {
     @Override
     public void close() {
         running = false;
+        vectors[0].signal(); // wakes the poll; a spurious ring is harmless
         try {
-            thread.join(POLL_MS + 1000);
+            thread.join(5000);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
