@@ -74,3 +74,6 @@ for mode in plain doorbell; do
          "$(value $mode busy_p50_us) / $(value $mode busy_p90_us) |"
 done
 echo "($channels idle channels, ${seconds} s; server JVM options: ${SERVER_JAVA_OPTS:-none}; pinned: ${PIN:-0}; $(nproc) CPUs, $(uname -r), $(java -version 2>&1 | head -1))"
+for mode in plain doorbell; do
+    echo "$mode server threads, ms of CPU in the idle window: $(awk '$1 == "idle_thread_ms" {printf "%s %s, ", $2, $3}' "$out/$mode.txt")"
+done

@@ -107,6 +107,54 @@ static long long schedstat_ns(int pid)
     return total;
 }
 
+/* Per-thread run time of the server, to say where an idle server's CPU goes. */
+struct task_time {
+    int tid;
+    char comm[32];
+    long long ns;
+};
+
+static int task_times(int pid, struct task_time *out, int capacity)
+{
+    char dir_path[64];
+    snprintf(dir_path, sizeof dir_path, "/proc/%d/task", pid);
+    DIR *dir = opendir(dir_path);
+    if (dir == NULL)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL && n < capacity) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s/schedstat", dir_path, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        long long run = 0;
+        int ok = fscanf(f, "%lld", &run) == 1;
+        fclose(f);
+        snprintf(path, sizeof path, "%s/%s/comm", dir_path, e->d_name);
+        f = fopen(path, "r");
+        out[n].comm[0] = '\0';
+        if (f != NULL) {
+            if (fgets(out[n].comm, sizeof out[n].comm, f) != NULL)
+                out[n].comm[strcspn(out[n].comm, "\n")] = '\0';
+            fclose(f);
+        }
+        for (char *c = out[n].comm; *c; c++)
+            if (*c == ' ')
+                *c = '_';
+        if (ok) {
+            out[n].tid = atoi(e->d_name);
+            out[n].ns = run;
+            n++;
+        }
+    }
+    closedir(dir);
+    return n;
+}
+
 static int compare(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -144,15 +192,22 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     sleep(2);
+    static struct task_time before[512], after[512];
+    int n_before = task_times(pid, before, 512);
     long long ticks0 = stat_ticks(pid), run0 = schedstat_ns(pid);
     uint64_t t0 = now_ns();
     sleep((unsigned)seconds);
     long long ticks1 = stat_ticks(pid), run1 = schedstat_ns(pid);
+    int n_after = task_times(pid, after, 512);
     double wall = (now_ns() - t0) / 1e9;
     long hz = sysconf(_SC_CLK_TCK);
     printf("idle_seconds %.1f\n", wall);
     printf("idle_cpu_stat_percent %.3f\n", 100.0 * (double)(ticks1 - ticks0) / (double)hz / wall);
     printf("idle_cpu_schedstat_percent %.4f\n", 100.0 * (double)(run1 - run0) / 1e9 / wall);
+    for (int i = 0; i < n_after; i++)
+        for (int j = 0; j < n_before; j++)
+            if (after[i].tid == before[j].tid && after[i].ns - before[j].ns >= 10000)
+                printf("idle_thread_ms %s %.2f\n", after[i].comm, (after[i].ns - before[j].ns) / 1e6);
     fflush(stdout);
 
     uint64_t *ns = calloc((size_t)(wakes > busy ? wakes : busy) + 1, sizeof *ns);
