@@ -5,6 +5,7 @@
  * Declares its own prototypes: it builds without NVIDIA's toolkit.
  */
 #include <stdio.h>
+#include <unistd.h>
 
 typedef int CUresult;
 CUresult cuInit(unsigned int flags);
@@ -22,6 +23,8 @@ static const char *name_of(CUresult r)
 int main(void)
 {
     int version = 0, count = -1;
+    /* the host test matches this pid against the server's hello line */
+    printf("probe: pid=%d\n", (int)getpid());
     CUresult r = cuDriverGetVersion(&version);
     printf("probe: cuDriverGetVersion=%s version=%d\n", name_of(r), version);
     r = cuInit(0);

@@ -43,6 +43,8 @@
 #define C_RING_TAIL 0x048
 #define C_RESP_SEQ 0x080
 #define C_RING_HEAD 0x088
+#define C_GUEST_CHUNK 0x050
+#define C_SERVER_CHUNK 0x090
 #define C_AREAS 0x100
 
 #define MAGIC 0x3130414455435649ULL
@@ -160,6 +162,12 @@ static int claim(struct channel *c, uint64_t token)
     uint64_t table = rd64(H_CHANNEL_TABLE);
     for (uint32_t i = 0; i < count; i++) {
         uint8_t *base = region + table + (uint64_t)i * stride;
+        /* §3: only a channel at rest may be claimed (a poisoned one released by a broken
+         * guest is not, and stays out of use) */
+        if (ld64(base + C_REQ_SEQ) != ld64(base + C_RESP_SEQ) || ld64(base + C_RING_TAIL) != ld64(base + C_RING_HEAD) ||
+            ld64(base + C_GUEST_CHUNK) != ld64(base + C_SERVER_CHUNK)) {
+            continue;
+        }
         uint64_t expected = 0;
         if (__atomic_compare_exchange_n((uint64_t *)(base + C_OWNER), &expected, token, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {

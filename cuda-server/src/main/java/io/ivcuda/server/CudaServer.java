@@ -97,7 +97,8 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     CudaServer(ServerConfig config, CudaBackend backend) {
         this.config = config;
         this.backend = backend;
-        this.layout = Layout.compute(config.regionSize(), config.channelCount(), config.channelWindow());
+        int channels = config.channelCount() > 0 ? config.channelCount() : Layout.autoChannelCount(config.regionSize());
+        this.layout = Layout.compute(config.regionSize(), channels, config.channelWindow());
     }
 
     public Layout layout() {

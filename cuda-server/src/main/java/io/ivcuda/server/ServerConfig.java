@@ -91,7 +91,7 @@ public record ServerConfig(Path regionPath, long regionSize, String mode, String
                 (int) r.number("doorbell.peer.uid", -1, -1, Integer.MAX_VALUE),
                 (int) r.number("doorbell.park.timeout.ms", 1000, 10, 60_000), r.string("gpu", "0"),
                 r.number("memory.quota", 0, 0, Long.MAX_VALUE), backend,
-                (int) r.number("channel.count", 32, 1, 4096), (int) r.number("channel.window", 0, 0, 16 << 20),
+                (int) r.number("channel.count", 0, 0, 4096), (int) r.number("channel.window", 0, 0, 16 << 20),
                 (int) r.number("owner.timeout.ms", 10000, 100, 3_600_000),
                 r.number("wait.spin.us", 50, 0, 1_000_000), r.number("wait.park.max.us", 1000, 1, 1_000_000),
                 pidfile == null ? null : Path.of(pidfile), r.string("domain.uuid", ""), r.string("domain.name", ""));

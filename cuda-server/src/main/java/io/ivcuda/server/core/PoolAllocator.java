@@ -11,6 +11,7 @@ import java.util.TreeMap;
  */
 public final class PoolAllocator {
     public static final long GRANULE = 4096;
+    static final long LARGE = 2L << 20;
 
     public record Block(long offset, long size, long owner) {
     }
@@ -28,12 +29,14 @@ public final class PoolAllocator {
             return -1;
         }
         long size = (bytes + GRANULE - 1) / GRANULE * GRANULE;
+        // large buffers on 2 MiB boundaries, like the driver's own pinned memory
+        long alignment = size >= LARGE ? LARGE : GRANULE;
         long cursor = 0;
         for (Block b : used.values()) {
             if (b.offset() - cursor >= size) {
                 break;
             }
-            cursor = b.offset() + b.size();
+            cursor = (b.offset() + b.size() + alignment - 1) / alignment * alignment;
         }
         if (poolSize - cursor < size) {
             return -1;

@@ -130,10 +130,11 @@ public final class RequestHandlers implements Handler {
 
     @Override
     public int cuInit(Reply r, int flags) {
-        if (vm.initResult() != CuResult.SUCCESS) {
-            return vm.initResult();
-        }
-        return flags == 0 ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
+        int result = vm.initResult() != CuResult.SUCCESS ? vm.initResult()
+                : flags == 0 ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
+        // normally once per guest process: operators (and the VM test) see that a guest reached the driver
+        LOG.info("channel {} pid {}: cuInit({}) → {}", worker.index(), worker.ownerPid(), flags, CuResult.name(result));
+        return result;
     }
 
     @Override

@@ -9,6 +9,8 @@ public record Layout(long regionSize, int channelCount, int channelStride, long 
                      long poolOffset, long poolSize) {
 
     public static final int PAGE = 4096;
+    static final long POOL_ALIGNMENT = 2L << 20;
+    public static final int DEFAULT_CHANNELS = 32;
     public static final int REQUEST_AREA_SIZE = 64 * 1024;
     public static final int RESPONSE_AREA_SIZE = 64 * 1024;
     public static final int RING_SIZE = 128 * 1024;
@@ -34,6 +36,12 @@ public record Layout(long regionSize, int channelCount, int channelStride, long 
 
     public long channelOffset(int index) {
         return channelTableOffset + (long) index * channelStride;
+    }
+
+    /** The default channel count: 32, or as many as fit in half of a small region (at least 1). */
+    public static int autoChannelCount(long regionSize) {
+        long fit = (regionSize / 2 - PAGE) / strideFor(MIN_DERIVED_WINDOW);
+        return (int) Math.max(1, Math.min(DEFAULT_CHANNELS, fit));
     }
 
     static int strideFor(int window) {
@@ -72,6 +80,12 @@ public record Layout(long regionSize, int channelCount, int channelStride, long 
         if (poolOffset > regionSize) {
             throw new IllegalArgumentException("channel.count: " + channelCount + " channels of " + stride
                     + " bytes do not fit in region.size " + regionSize);
+        }
+        // The pool starts on a 2 MiB boundary where the region leaves room: large pinned
+        // buffers are then as aligned as the driver's own cuMemHostAlloc memory.
+        long alignedPool = (poolOffset + POOL_ALIGNMENT - 1) / POOL_ALIGNMENT * POOL_ALIGNMENT;
+        if (alignedPool < regionSize) {
+            poolOffset = alignedPool;
         }
         return new Layout(regionSize, channelCount, stride, PAGE, REQUEST_AREA_SIZE, RESPONSE_AREA_SIZE,
                 RING_SIZE, w, poolOffset, regionSize - poolOffset);

@@ -48,6 +48,15 @@ class HandleTableTest {
     }
 
     @Test
+    void largePoolBlocksStartOn2MiBBoundaries() {
+        PoolAllocator p = new PoolAllocator(16L << 20);
+        assertEquals(0, p.allocate(4096, 1));
+        long big = p.allocate(4L << 20, 1);
+        assertEquals(2L << 20, big, "a 4 MiB buffer skips to the next 2 MiB boundary");
+        assertEquals(4096, p.allocate(4096, 1), "small ones still fill the gap before it");
+    }
+
+    @Test
     void deviceRangesCheckWholeRanges() {
         DeviceRanges r = new DeviceRanges();
         r.add(new DeviceRanges.Range(1000, 100, true, 0));

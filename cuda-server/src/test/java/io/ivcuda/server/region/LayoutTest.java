@@ -55,9 +55,29 @@ class LayoutTest {
         assertEquals(0, l.channelStride() % 4096);
         assertEquals(1, Integer.bitCount(l.windowSize()));
         assertTrue((long) l.channelCount() * l.channelStride() <= (256L << 20) / 4);
-        assertEquals(l.channelTableOffset() + 32L * l.channelStride(), l.poolOffset());
+        long channelsEnd = l.channelTableOffset() + 32L * l.channelStride();
+        // the pool follows the channels, on the next 2 MiB boundary
+        assertTrue(l.poolOffset() >= channelsEnd && l.poolOffset() - channelsEnd < (2L << 20));
+        assertEquals(0, l.poolOffset() % (2L << 20));
         assertEquals(256L << 20, l.poolOffset() + l.poolSize());
         assertEquals(l.windowOffset() + l.windowSize() <= l.channelStride(), true);
+    }
+
+    @Test
+    void smallRegionsGetFewerChannelsByDefault() {
+        assertEquals(32, Layout.autoChannelCount(256L << 20));
+        assertEquals(3, Layout.autoChannelCount(4L << 20));
+        assertEquals(1, Layout.autoChannelCount(1L << 20));
+        for (long size : new long[] {1L << 20, 2L << 20, 4L << 20, 64L << 20}) {
+            Layout l = Layout.compute(size, Layout.autoChannelCount(size), 0);
+            assertTrue(l.poolOffset() <= size, "fits: " + size);
+        }
+    }
+
+    @Test
+    void aRegionTooSmallToAlignKeepsThePoolRightAfterTheChannels() {
+        Layout l = Layout.compute(1L << 20, 1, 8192);
+        assertEquals(l.channelTableOffset() + l.channelStride(), l.poolOffset());
     }
 
     @Test

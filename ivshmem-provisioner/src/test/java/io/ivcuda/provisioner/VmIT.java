@@ -1,0 +1,318 @@
+package io.ivcuda.provisioner;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.ivcuda.common.DomainXml;
+import io.ivcuda.common.GpuElement;
+import io.ivcuda.common.HostConfig;
+import io.ivcuda.common.InstancePaths;
+import io.ivcuda.common.ShmemDevice;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The mission inside a real virtual machine, under libvirt: a small Debian guest (vm/build-guest.sh:
+ * Debian's kernel, static busybox, our libcuda.so.1 and vm/guest-probe.c) boots under QEMU's software
+ * emulation as a domain carrying the ivcuda metadata element. The provisioner adds the {@code <shmem>}
+ * device, the hook starts the real cuda-server (its cuda backend; CI has no GPU), the guest's library
+ * finds the ivshmem device by PCI scan, handshakes through BAR2 and gets {@code cuInit} answered with
+ * {@code CUDA_ERROR_NO_DEVICE}. The test reads that from the serial console, checks that the server saw
+ * the same process's hello and cuInit, and that the guest's power-off leaves nothing behind.
+ *
+ * <p>Needs what {@link LifecycleIT} needs (root, libvirtd, the hook; .ci/run sets it up) plus
+ * {@code apt-get download} for the kernel and busybox packages (cached in {@code IVCUDA_VM_CACHE}),
+ * {@code dpkg-deb}, {@code cpio} and gcc. With {@code IVCUDA_IT_LIBVIRT=required} a missing libvirtd
+ * fails the test; otherwise it is skipped.
+ */
+class VmIT {
+    private static final String URI = "qemu:///system";
+    private static final Path HOST_CONFIG = HostConfig.DEFAULT_PATH;
+    private static final Path HOST_CONFIG_BACKUP = Path.of("/etc/ivcuda/ivcuda.properties.before-vm-it");
+    /** LifecycleIT's prefix too: either test removes the other's leftovers. */
+    private static final String NAME = "ivcuda-it-vm";
+    /** A file QEMU (user libvirt-qemu, through libvirt's DAC labelling) may write on Debian 12. */
+    private static final Path CONSOLE = Path.of("/var/log/libvirt/qemu/" + NAME + "-console.log");
+    /** Booting a Debian kernel under TCG takes ~10 s alone; a busy 2-core CI machine, several times that. */
+    private static final long GUEST_MS = 180_000;
+    private static final long WAIT_MS = 120_000;
+
+    private static Path repo;
+    private static Path workDir;
+    private static Process provisioner;
+    private static HostConfig host;
+    private static boolean configWritten;
+
+    @BeforeAll
+    static void setUp() throws Exception {
+        boolean required = "required".equals(System.getenv("IVCUDA_IT_LIBVIRT"));
+        String problem = libvirtProblem();
+        if (problem != null) {
+            if (required) {
+                fail("IVCUDA_IT_LIBVIRT=required but " + problem);
+            }
+            Assumptions.abort("VM integration test skipped: " + problem + " (set IVCUDA_IT_LIBVIRT=required to fail instead)");
+        }
+        repo = Path.of(System.getProperty("ivcuda.repo", "..")).toAbsolutePath().normalize();
+        workDir = repo.resolve("ivshmem-provisioner/target/vm-it");
+        Files.createDirectories(workDir);
+        removeTestDomain();
+        buildGuest();
+        writeHostConfig();
+        host = HostConfig.load(List.of(HOST_CONFIG));
+
+        Path jar = repo.resolve("ivshmem-provisioner/target/ivshmem-provisioner.jar");
+        assertTrue(Files.exists(jar), "the provisioner jar is built before the integration test: " + jar);
+        provisioner = new ProcessBuilder(javaCommand(), "-jar", jar.toString(), "daemon")
+                .redirectErrorStream(true)
+                .redirectOutput(workDir.resolve("provisioner.log").toFile())
+                .start();
+    }
+
+    @AfterAll
+    static void tearDown() throws Exception {
+        if (provisioner != null) {
+            provisioner.destroy();
+            provisioner.waitFor(10, TimeUnit.SECONDS);
+        }
+        if (repo != null) {
+            removeTestDomain();
+            if (Files.exists(CONSOLE)) {
+                Files.copy(CONSOLE, workDir.resolve("console.log"), StandardCopyOption.REPLACE_EXISTING);
+                Files.delete(CONSOLE);
+            }
+        }
+        if (configWritten) {
+            if (Files.exists(HOST_CONFIG_BACKUP)) {
+                Files.move(HOST_CONFIG_BACKUP, HOST_CONFIG, StandardCopyOption.REPLACE_EXISTING);
+            } else {
+                Files.deleteIfExists(HOST_CONFIG);
+            }
+        }
+    }
+
+    @Test
+    void guestFindsTheDeviceAndTheServerAnswersItsCalls() throws Exception {
+        String uuid = define();
+        InstancePaths paths = InstancePaths.of(uuid, host);
+        waitFor(() -> device() != null, WAIT_MS, "the provisioner adds the <shmem> device to " + NAME);
+        ShmemDevice device = device();
+        assertEquals(paths.shmemName(), device.name());
+        assertEquals(64L << 20, device.size());
+
+        Files.deleteIfExists(CONSOLE);
+        virsh("start", NAME);
+        waitFor(() -> console().contains("IVCUDA-GUEST-DONE") || !running(), GUEST_MS,
+                "the guest runs its program and powers off (console " + CONSOLE + ")");
+        String console = console();
+        assertTrue(console.contains("IVCUDA-GUEST-DONE"), "the guest finished its program:\n" + console);
+        assertTrue(console.matches("(?s).*ivshmem device at 0000:[0-9a-f:.]+\n.*"), "the guest sees the ivshmem PCI device:\n" + console);
+        assertTrue(console.contains("IVCUDA-TEST-END probe rc=0\n"), "the probe ran:\n" + console);
+        Matcher version = Pattern.compile("probe: cuDriverGetVersion=CUDA_SUCCESS version=([1-9][0-9]*)\n").matcher(console);
+        assertTrue(version.find(), "a driver version (answered by the guest library, protocol §9):\n" + console);
+        assertTrue(console.contains("probe: cuInit=CUDA_ERROR_NO_DEVICE\n"),
+                "cuInit answered by the server with the host's NO_DEVICE (no GPU here):\n" + console);
+        Matcher pid = Pattern.compile("probe: pid=([0-9]+)\n").matcher(console);
+        assertTrue(pid.find(), console);
+
+        // The guest powered itself off (on_poweroff=destroy): the hook's release stops the server.
+        waitFor(() -> !running(), WAIT_MS, NAME + " is shut off after the guest's power-off");
+        assertNothingLeft(paths);
+        String serverLog = Files.readString(paths.serverLog());
+        assertTrue(serverLog.contains(" pid " + pid.group(1) + " tid " + pid.group(1) + ": hello from library "),
+                "the server saw the probe's hello (pid " + pid.group(1) + ") in " + paths.serverLog() + ":\n" + serverLog);
+        // the arrow is '?' where the server's stdout has no UTF-8 locale (the hook's direct launch)
+        assertTrue(Pattern.compile(" pid " + pid.group(1) + ": cuInit\\(0\\) \\S+ CUDA_ERROR_NO_DEVICE\n").matcher(serverLog).find(),
+                "the server answered the probe's cuInit:\n" + serverLog);
+
+        virsh("undefine", NAME);
+        assertFalse(run(List.of("virsh", "-c", URI, "list", "--all", "--name")).output.contains(NAME), "undefined");
+    }
+
+    // ---- the guest ---------------------------------------------------------------------------------
+
+    private static void buildGuest() throws IOException {
+        Path guestLib = repo.resolve("guest/target");
+        assertTrue(Files.exists(guestLib.resolve("libcuda.so.1")), "the guest library is built first: " + guestLib);
+        Path probe = workDir.resolve("probe");
+        Result compiled = run(List.of("gcc", "-O2", "-Wall", "-Werror", "-o", probe.toString(),
+                repo.resolve("vm/guest-probe.c").toString(), "-L" + guestLib, "-lcuda"));
+        assertEquals(0, compiled.status, "compiling vm/guest-probe.c: " + compiled.output);
+        Result built = run(List.of("bash", repo.resolve("vm/build-guest.sh").toString(),
+                workDir.resolve("guest").toString(), guestLib.toString(), probe.toString()));
+        assertEquals(0, built.status, "vm/build-guest.sh: " + built.output);
+    }
+
+    private static String define() throws IOException {
+        Path guest = workDir.resolve("guest");
+        Path xml = workDir.resolve(NAME + ".xml");
+        Files.writeString(xml, "<domain type='qemu'><name>" + NAME + "</name>"
+                + "<memory unit='MiB'>256</memory><vcpu>1</vcpu>"
+                + "<metadata><ivcuda:gpu xmlns:ivcuda='" + GpuElement.NAMESPACE + "' size='64M'/></metadata>"
+                + "<os><type arch='x86_64' machine='pc'>hvm</type>"
+                + "<kernel>" + guest.resolve("vmlinuz") + "</kernel><initrd>" + guest.resolve("initramfs.cpio.gz") + "</initrd>"
+                + "<cmdline>console=ttyS0 panic=-1 quiet</cmdline></os>"
+                + "<features><acpi/></features>" // without ACPI the guest's power-off only halts
+                + "<on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>"
+                + "<devices><emulator>/usr/bin/qemu-system-x86_64</emulator>"
+                + "<serial type='file'><source path='" + CONSOLE + "'/><target port='0'/></serial>"
+                + "<memballoon model='none'/></devices></domain>");
+        virsh("define", xml.toString());
+        return virsh("domuuid", NAME).trim();
+    }
+
+    /** The console as text lines ending in \n (the serial line adds \r). */
+    private static String console() {
+        try {
+            return Files.exists(CONSOLE) ? Files.readString(CONSOLE, StandardCharsets.ISO_8859_1).replace("\r", "") : "";
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
+    private static boolean running() {
+        Result state = run(List.of("virsh", "-c", URI, "domstate", NAME));
+        return state.status == 0 && state.output.contains("running");
+    }
+
+    private static ShmemDevice device() {
+        try {
+            return DomainXml.parse(virsh("dumpxml", "--inactive", NAME)).currentShmem();
+        } catch (Exception | AssertionError e) {
+            return null;
+        }
+    }
+
+    // ---- checks ------------------------------------------------------------------------------------
+
+    private static void assertNothingLeft(InstancePaths paths) throws Exception {
+        waitFor(() -> serverPids(paths).isEmpty(), WAIT_MS, "the server of " + paths.domainUuid() + " is gone");
+        for (Path left : new Path[] {paths.regionFile(), paths.doorbellSocket(), paths.instanceConfig(), paths.pidfile()}) {
+            assertFalse(Files.exists(left), "left behind: " + left);
+        }
+    }
+
+    /** The server processes of one VM: every one carries {@code --config <instance config>}. */
+    private static List<Long> serverPids(InstancePaths paths) {
+        List<Long> pids = new ArrayList<>();
+        try (DirectoryStream<Path> procs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
+            for (Path proc : procs) {
+                try {
+                    String cmdline = Files.readString(proc.resolve("cmdline"), StandardCharsets.UTF_8);
+                    String stat = Files.readString(proc.resolve("stat"));
+                    char state = stat.charAt(stat.lastIndexOf(')') + 2);
+                    if (state != 'Z' && List.of(cmdline.split("\0")).contains(paths.instanceConfig().toString())) {
+                        pids.add(Long.parseLong(proc.getFileName().toString()));
+                    }
+                } catch (IOException | RuntimeException e) {
+                    // gone meanwhile
+                }
+            }
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
+        return pids;
+    }
+
+    // ---- host set-up -------------------------------------------------------------------------------
+
+    /** Null when libvirtd answers, the hook is installed and we are root; else what is missing. */
+    private static String libvirtProblem() {
+        if (!"root".equals(System.getProperty("user.name"))) {
+            return "not running as root";
+        }
+        Result version = run(List.of("virsh", "-c", URI, "version"));
+        if (version.status != 0) {
+            return "libvirtd is unreachable at " + URI + ": " + version.output.trim();
+        }
+        if (!Files.isExecutable(Path.of("/etc/libvirt/hooks/qemu.d/50-ivcuda"))) {
+            return "the hook /etc/libvirt/hooks/qemu.d/50-ivcuda is not installed (see .ci/run)";
+        }
+        return null;
+    }
+
+    private static void writeHostConfig() throws IOException {
+        Path serverJar = repo.resolve("cuda-server/target/cuda-server.jar");
+        assertTrue(Files.exists(serverJar), "the real cuda-server is needed: " + serverJar);
+        if (Files.exists(HOST_CONFIG) && !Files.exists(HOST_CONFIG_BACKUP)) {
+            Files.copy(HOST_CONFIG, HOST_CONFIG_BACKUP);
+        }
+        Files.createDirectories(HOST_CONFIG.getParent());
+        Files.writeString(HOST_CONFIG, "# Written by VmIT; the previous file is restored afterwards.\n"
+                + "server.user=root\nqemu.group=libvirt-qemu\nserver.launch=direct\n"
+                // C1 and the serial collector: faster start-up; the default (cuda) backend answers
+                // NO_DEVICE on a host without a GPU
+                + "server.command=" + javaCommand() + " -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -jar " + serverJar + "\n"
+                + "server.ready.timeout.ms=180000\ndefaults.size=64M\n"
+                + "log.dir=" + workDir.resolve("log") + "\n");
+        configWritten = true;
+    }
+
+    private static String javaCommand() {
+        return ProcessHandle.current().info().command().orElse("java");
+    }
+
+    private static void removeTestDomain() throws IOException {
+        run(List.of("virsh", "-c", URI, "destroy", NAME));
+        run(List.of("virsh", "-c", URI, "undefine", NAME));
+    }
+
+    // ---- processes ---------------------------------------------------------------------------------
+
+    private record Result(int status, String output) {
+    }
+
+    private static Result run(List<String> command) {
+        try {
+            Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+            process.getOutputStream().close();
+            String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!process.waitFor(GUEST_MS, TimeUnit.MILLISECONDS)) {
+                process.destroyForcibly();
+                return new Result(-1, String.join(" ", command) + ": timed out");
+            }
+            return new Result(process.exitValue(), output);
+        } catch (IOException e) {
+            return new Result(-1, e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Result(-1, "interrupted");
+        }
+    }
+
+    private static String virsh(String... args) {
+        List<String> command = new ArrayList<>(List.of("virsh", "-c", URI));
+        command.addAll(List.of(args));
+        Result result = run(command);
+        if (result.status != 0) {
+            throw new AssertionError(String.join(" ", command) + " failed (" + result.status + "): " + result.output.trim());
+        }
+        return result.output;
+    }
+
+    private static void waitFor(BooleanSupplier condition, long ms, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + ms * 1_000_000;
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                fail("timed out after " + ms + " ms waiting until " + what);
+            }
+            Thread.sleep(200);
+        }
+    }
+}

@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# The GPU validation inside a real VM, in one command: builds the kernels, the driver-API
+# programs of gpu/ and the guest library, runs every program natively, then starts the
+# cuda-server on a region file and boots the test guest (vm/build-guest.sh: Debian's kernel,
+# static busybox, our libcuda.so.1, the programs and their kernels) under QEMU with KVM and an
+# ivshmem-plain device backed by that region. Inside the guest the library finds the device by
+# PCI scan (no IVCUDA_REGION), the programs run with the kernel directory as argument and report
+# on the serial console; their stdout is compared with the native runs without `time:`/`info:`
+# lines. Writes $OUT/gpu-vm-validation.md and logs under $OUT/logs. Exit 0 only if every program
+# passed natively and in the VM with equal output.
+#
+#   vm/gpu-vm.sh          on the GPU machine (/dev/kvm, NVIDIA driver, CUDA toolkit, gcc)
+#   vm/gpu-vm.sh --tcg    software emulation instead of KVM (checks the script anywhere; the
+#                         programs then fail in the VM unless the host has a GPU, and slowly)
+#
+# QEMU: the carried one in ${IVCUDA_VM_CARRY:-.vmcarry}/qemu.tar.xz (vm/prepare-gpu-carry.sh makes
+# it on a Debian 12 machine), else qemu-system-x86_64 on PATH. The guest's kernel and busybox:
+# .vmcarry/guest-base (no package registry needed), else downloaded by vm/build-guest.sh.
+# Settings: those of gpu/lib.sh (OUT, REGION_SIZE, ...), and TOTAL_BUDGET_S [540],
+# VM_TIMEOUT_S [300], VM_MEMORY_MB [2048], VM_CPUS [4].
+set -uo pipefail
+
+ACCEL=kvm
+case "${1:-}" in
+    --tcg) ACCEL=tcg ;;
+    "") ;;
+    *) echo "usage: $0 [--tcg]" >&2; exit 2 ;;
+esac
+
+# shellcheck source=gpu/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../gpu/lib.sh"
+
+START_S=$(date +%s)
+DEADLINE_S=$((START_S + ${TOTAL_BUDGET_S:-540}))
+NATIVE_TIMEOUT_S=${NATIVE_TIMEOUT_S:-60}
+VM_TIMEOUT_S=${VM_TIMEOUT_S:-300}
+VM_MEMORY_MB=${VM_MEMORY_MB:-2048}
+VM_CPUS=${VM_CPUS:-4}
+CARRY=${IVCUDA_VM_CARRY:-$REPO_ROOT/.vmcarry}
+PROGRAMS=(queries vector_add matmul streams_events pinned_async multi_context_threads)
+REPORT=$OUT/gpu-vm-validation.md
+KERNELS=$BUILD_DIR/kernels
+BIN=$BUILD_DIR/programs
+GUEST_IMAGE=$BUILD_DIR/guest
+CONSOLE=$OUT/logs/vm-console.log
+PROBLEMS=()
+QEMU=
+QEMU_ENV=()
+QEMU_ARGS=()
+
+trap 'stop_server' EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+problem() {
+    PROBLEMS+=("$*")
+    log "PROBLEM: $*"
+}
+time_left() { echo $((DEADLINE_S - $(date +%s))); }
+bounded_timeout() {
+    local wanted=$1 left
+    left=$(($(time_left) - 10))
+    [ "$left" -lt "$wanted" ] && wanted=$left
+    echo "$wanted"
+}
+
+# QEMU from the carry (unpacked, its own libraries first, its firmware through -L), else PATH.
+setup_qemu() {
+    if [ -f "$CARRY/qemu.tar.xz" ]; then
+        mkdir -p "$BUILD_DIR/qemu"
+        # tar needs the xz program; Python's lzma module does without it
+        if command -v xz >/dev/null 2>&1; then
+            timeout 120 tar -xJf "$CARRY/qemu.tar.xz" -C "$BUILD_DIR/qemu"
+        else
+            timeout 120 python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+                "$CARRY/qemu.tar.xz" "$BUILD_DIR/qemu"
+        fi || { log "unpacking $CARRY/qemu.tar.xz failed"; return 1; }
+        QEMU=$BUILD_DIR/qemu/bin/qemu-system-x86_64
+        QEMU_ENV=(env "LD_LIBRARY_PATH=$BUILD_DIR/qemu/lib" "QEMU_MODULE_DIR=$BUILD_DIR/qemu/modules")
+        QEMU_ARGS=(-L "$BUILD_DIR/qemu/share")
+        local missing
+        missing=$("${QEMU_ENV[@]}" ldd "$QEMU" | awk '/not found/ { print $1 }' | tr '\n' ' ')
+        [ -z "$missing" ] || { log "carried QEMU: libraries not found: $missing"; return 1; }
+        "${QEMU_ENV[@]}" ldd "$QEMU" >"$OUT/logs/qemu-ldd.log" 2>&1
+    elif command -v qemu-system-x86_64 >/dev/null 2>&1; then
+        QEMU=$(command -v qemu-system-x86_64)
+        QEMU_ENV=(env)
+    else
+        log "no QEMU: neither $CARRY/qemu.tar.xz (vm/prepare-gpu-carry.sh) nor qemu-system-x86_64 on PATH"
+        return 1
+    fi
+    log "qemu: $QEMU ($("${QEMU_ENV[@]}" "$QEMU" -version | head -1))"
+}
+
+# The guest's stdout of one program from the console (between its BEGIN and END lines), its
+# stderr, exit status and guest-side wall time.
+extract_from_console() {
+    local p=$1 prefix=$2 clean=$BUILD_DIR/console.txt
+    tr -d '\r' <"$CONSOLE" >"$clean"
+    awk -v p="$p" '$0 == "IVCUDA-TEST-BEGIN " p { on = 1; next } index($0, "IVCUDA-TEST-END " p " rc=") == 1 { on = 0 } on' \
+        "$clean" >"$prefix.out"
+    sed -n "s/^IVCUDA-STDERR $p: //p" "$clean" >"$prefix.err"
+    RUN_RC=$(sed -n "s/^IVCUDA-TEST-END $p rc=\([0-9]*\)$/\1/p" "$clean" | tail -1)
+    RUN_WALL=$(sed -n "s/^IVCUDA-TEST-TIME $p seconds=//p" "$clean" | tail -1)
+    [ -n "$RUN_RC" ] || { RUN_RC="not run (no END line on the console)"; RUN_WALL="-"; }
+}
+
+verdict() {
+    local rc=$1 prefix=$2 first_fail guest_says
+    case "$rc" in
+        0) echo "ok" ;;
+        skipped* | not*) echo "$rc" ;;
+        124 | 137) echo "TIMEOUT" ;;
+        *)
+            first_fail=$(grep -m1 -E 'FAIL|WRONG' "$prefix.out" 2>/dev/null)
+            [ -n "$first_fail" ] || first_fail=$(grep -v '^ *$' "$prefix.err" 2>/dev/null | tail -1)
+            guest_says=$(grep -m1 '^ivcuda:' "$prefix.err" 2>/dev/null | cut -c1-200)
+            [ -n "$guest_says" ] && first_fail="$first_fail; $guest_says"
+            echo "failed rc=$rc${first_fail:+: $(printf '%s' "$first_fail" | cut -c1-200 | tr '|' '/')}"
+            ;;
+    esac
+}
+
+if [ "$ACCEL" = kvm ] && ! [ -w /dev/kvm ]; then
+    log "no writable /dev/kvm: falling back to TCG (the results then say so)"
+    ACCEL=tcg
+fi
+log "ivcuda GPU validation in a VM, accel=$ACCEL, OUT=$OUT, BUILD_DIR=$BUILD_DIR"
+: >"$OUT/logs/ldd-native.log"
+: >"$OUT/logs/ldd-ivcuda.log"
+
+QEMU_OK=0
+setup_qemu && QEMU_OK=1 || problem "QEMU not available"
+build_tools || problem "building gpu/tools failed"
+build_kernels "$KERNELS" "$REPO_ROOT"/gpu/kernels/*.cu || problem "building kernels failed"
+choose_libcuda_link
+SOURCES=()
+for p in "${PROGRAMS[@]}"; do SOURCES+=("$REPO_ROOT/gpu/programs/$p.c"); done
+build_programs "$REPO_ROOT/gpu/programs" "$BIN" "${SOURCES[@]}" || problem "building the programs failed"
+JAVA_OK=0
+setup_java && JAVA_OK=1
+GUEST_OK=0
+if [ "$JAVA_OK" = 1 ] || [ -n "${IVCUDA_GUEST_LIB_DIR:-}" ]; then
+    build_guest && GUEST_OK=1
+fi
+[ "$GUEST_OK" = 1 ] || problem "guest library not available"
+
+IMAGE_OK=0
+if [ "$GUEST_OK" = 1 ]; then
+    BINARIES=()
+    for p in "${PROGRAMS[@]}"; do
+        [ -x "$BIN/$p" ] && check_guest_is_loaded "$BIN/$p" && BINARIES+=("$BIN/$p")
+    done
+    [ -d "$CARRY/guest-base" ] && export IVCUDA_VM_BASE=$CARRY/guest-base
+    if [ "${#BINARIES[@]}" -gt 0 ] && timeout 300 "$REPO_ROOT/vm/build-guest.sh" --args /kernels --files "$KERNELS=/kernels" \
+        "$GUEST_IMAGE" "$GUEST_LIB_DIR" "${BINARIES[@]}" >"$OUT/logs/build-guest.log" 2>&1; then
+        IMAGE_OK=1
+        log "$(tail -1 "$OUT/logs/build-guest.log")"
+    else
+        problem "building the guest image failed (logs/build-guest.log)"
+    fi
+fi
+
+declare -A NATIVE_RC NATIVE_WALL VM_RC VM_WALL EQUAL
+for p in "${PROGRAMS[@]}"; do
+    NATIVE_RC[$p]="skipped"; NATIVE_WALL[$p]="-"; VM_RC[$p]="skipped"; VM_WALL[$p]="-"; EQUAL[$p]="-"
+done
+
+for p in "${PROGRAMS[@]}"; do
+    [ -x "$BIN/$p" ] || { NATIVE_RC[$p]="skipped (not built)"; continue; }
+    check_native_driver "$BIN/$p" || { NATIVE_RC[$p]="skipped (would load the guest library)"; continue; }
+    t=$(bounded_timeout "$NATIVE_TIMEOUT_S")
+    if [ "$t" -lt 5 ]; then NATIVE_RC[$p]="skipped (time budget)"; continue; fi
+    PROGRAM_TIMEOUT_S=$t run_program native "$BIN/$p" "$OUT/logs/$p.native" "$KERNELS"
+    NATIVE_RC[$p]=$RUN_RC; NATIVE_WALL[$p]=$RUN_WALL
+    log "native $p: rc=$RUN_RC wall=${RUN_WALL}s"
+done
+
+VM_WALL_TOTAL="-"
+if [ "$QEMU_OK" = 1 ] && [ "$IMAGE_OK" = 1 ] && [ "$JAVA_OK" = 1 ]; then
+    if start_server $(($(time_left) + 30)); then
+        cpu=host
+        [ "$ACCEL" = tcg ] && cpu=max
+        t=$(bounded_timeout "$VM_TIMEOUT_S")
+        log "vm: booting ($ACCEL, $VM_CPUS cpus, $VM_MEMORY_MB MiB, ivshmem-plain on $REGION_PATH), at most ${t}s"
+        t0=$(now_s)
+        timeout -k 10 "$t" "${QEMU_ENV[@]}" "$QEMU" "${QEMU_ARGS[@]}" -accel "$ACCEL" -cpu "$cpu" \
+            -smp "$VM_CPUS" -m "$VM_MEMORY_MB" -nodefaults -no-user-config -display none -no-reboot \
+            -serial "file:$CONSOLE" \
+            -kernel "$GUEST_IMAGE/vmlinuz" -initrd "$GUEST_IMAGE/initramfs.cpio.gz" \
+            -append "console=ttyS0 panic=-1 quiet" \
+            -object "memory-backend-file,id=ivcuda,mem-path=$REGION_PATH,size=$REGION_SIZE,share=on" \
+            -device ivshmem-plain,memdev=ivcuda >"$OUT/logs/qemu.log" 2>&1
+        qemu_rc=$?
+        VM_WALL_TOTAL=$(elapsed_s "$t0" "$(now_s)")
+        log "vm: QEMU exited with status $qemu_rc after ${VM_WALL_TOTAL}s"
+        [ "$qemu_rc" = 0 ] || problem "QEMU exited with status $qemu_rc (logs/qemu.log: $(tail -1 "$OUT/logs/qemu.log"))"
+        grep -q IVCUDA-GUEST-DONE "$CONSOLE" 2>/dev/null || problem "the guest did not finish (logs/vm-console.log)"
+        grep -q "^ivshmem device at" <(tr -d '\r' <"$CONSOLE") || problem "the guest saw no ivshmem device"
+        stop_server
+        for p in "${PROGRAMS[@]}"; do
+            [ -x "$BIN/$p" ] || continue
+            extract_from_console "$p" "$OUT/logs/$p.vm"
+            VM_RC[$p]=$RUN_RC; VM_WALL[$p]=$RUN_WALL
+            log "vm $p: rc=$RUN_RC wall=${RUN_WALL}s"
+        done
+        hellos=$(grep -c 'hello from library' "$OUT/logs/server.log")
+        log "server: $hellos hello(s) from guest processes"
+        [ "$hellos" -gt 0 ] || problem "the server saw no guest hello"
+    else
+        problem "server did not start (logs/server.log)"
+    fi
+fi
+
+for p in "${PROGRAMS[@]}"; do
+    if [ -f "$OUT/logs/$p.native.out" ] && [ -f "$OUT/logs/$p.vm.out" ]; then
+        if diff <(comparable_output "$OUT/logs/$p.native.out") <(comparable_output "$OUT/logs/$p.vm.out") >"$OUT/logs/$p.diff"; then
+            EQUAL[$p]="yes"
+            rm -f "$OUT/logs/$p.diff"
+        else
+            EQUAL[$p]="**NO** (logs/$p.diff)"
+        fi
+    fi
+    [ "${NATIVE_RC[$p]}" = 0 ] || problem "$p native: $(verdict "${NATIVE_RC[$p]}" "$OUT/logs/$p.native")"
+    [ "${VM_RC[$p]}" = 0 ] || problem "$p in the VM: $(verdict "${VM_RC[$p]}" "$OUT/logs/$p.vm")"
+    [ "${EQUAL[$p]}" = yes ] || problem "$p: outputs not equal or not both present"
+done
+
+{
+    echo "# ivcuda GPU validation inside a VM"
+    echo
+    echo "| | |"
+    echo "|---|---|"
+    echo "| date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
+    echo "| GPU, driver | $(gpu_identity) |"
+    echo "| commit | $(git_commit) |"
+    echo "| command | \`vm/gpu-vm.sh${1:+ $1}\` |"
+    echo "| VM | QEMU $([ -n "$QEMU" ] && "${QEMU_ENV[@]}" "$QEMU" -version | head -1 | sed 's/^QEMU emulator version //'), accel **$ACCEL**, $VM_CPUS vCPUs, $VM_MEMORY_MB MiB, guest kernel $(cat "${IVCUDA_VM_BASE:-/nonexistent}/kernel-package" 2>/dev/null || sed -n 's/^guest: .*vmlinuz (\(.*\)), .*/\1/p' "$OUT/logs/build-guest.log" 2>/dev/null) |"
+    echo "| region | ivshmem-plain BAR2 on $REGION_PATH, $REGION_SIZE bytes; found by the guest library's PCI scan |"
+    echo "| VM wall s | $VM_WALL_TOTAL (boot, all programs, power-off) |"
+    echo
+    echo "Outputs are compared without their \`time:\` and \`info:\` lines. VM times are measured in the guest."
+    echo
+    echo "| program | native | in the VM | equal? | native wall s | VM wall s |"
+    echo "|---|---|---|---|---|---|"
+    for p in "${PROGRAMS[@]}"; do
+        echo "| $p | $(verdict "${NATIVE_RC[$p]}" "$OUT/logs/$p.native") | $(verdict "${VM_RC[$p]}" "$OUT/logs/$p.vm") | ${EQUAL[$p]} | ${NATIVE_WALL[$p]} | ${VM_WALL[$p]} |"
+    done
+    echo
+    if [ "${#PROBLEMS[@]}" = 0 ]; then
+        echo "**Result: PASS**"
+    else
+        echo "**Result: FAIL** (${#PROBLEMS[@]} problems)"
+        echo
+        for msg in "${PROBLEMS[@]}"; do echo "- $msg"; done
+    fi
+    echo
+    echo "Logs: \`logs/<program>.{native,vm}.{out,err}\`, \`logs/vm-console.log\`, \`logs/qemu.log\`, \`logs/server.log\`, \`steps.log\`."
+} >"$REPORT"
+log "report: $REPORT"
+cat "$REPORT" >&2
+[ "${#PROBLEMS[@]}" = 0 ]
