@@ -25,7 +25,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Doorbell mode end to end without a VM: {@link FakeQemu} connects to the server's socket as QEMU
  * does, and {@link FakeGuest} rings the vector after publishing whenever it reads server_parked == 1,
- * as the guest library does. The spin budget is 0, so every worker parks as soon as it is idle.
+ * as the guest library does. The spin budget is 0, so every worker parks as soon as it is idle, and
+ * the park timeout is a minute, longer than any call may take here: only a ring wakes a worker.
  */
 class DoorbellServerTest {
     static final long SIZE = 32L << 20;
@@ -46,7 +47,7 @@ class DoorbellServerTest {
         socket = dir.resolve("vm.sock");
         ServerConfig config = ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
                 "channel.count=8", "backend=host-memory", "mode=doorbell", "doorbell.socket=" + socket,
-                "doorbell.vectors=" + VECTORS, "wait.spin.us=0"));
+                "doorbell.vectors=" + VECTORS, "wait.spin.us=0", "doorbell.park.timeout.ms=60000"));
         server = new CudaServer(config);
         server.whenVmLeaves(vmLeft::countDown);
         server.start();
