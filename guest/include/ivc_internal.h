@@ -77,6 +77,8 @@ struct ivc_region {
     char doorbell_path[1200];     /* BAR0 (resource0) of the PCI device, or "" */
     volatile uint8_t *doorbell;  /* mapped BAR0, or NULL */
     uint32_t doorbell_vectors;
+    int doorbell_eventfds[64];    /* host loopback: the server's vector eventfds (IVCUDA_DOORBELL_EVENTFDS) */
+    uint32_t doorbell_eventfd_count;
     uint32_t epoch;
     uint32_t api_version;
     uint64_t feature_bits;

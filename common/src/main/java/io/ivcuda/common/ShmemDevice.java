@@ -13,6 +13,12 @@ import org.w3c.dom.Node;
  */
 public record ShmemDevice(String name, Mode mode, long size, Path socket) {
 
+    /**
+     * {@code <msi vectors>} of a doorbell device: the cuda-server creates exactly this many eventfd
+     * pairs (QEMU refuses more); channels share them (vector = channel index mod vectors).
+     */
+    public static final int DOORBELL_VECTORS = 2;
+
     public static ShmemDevice desired(InstancePaths paths, VmSettings settings) {
         return settings.mode() == Mode.PLAIN
                 ? new ShmemDevice(paths.shmemName(), Mode.PLAIN, settings.regionSize(), null)
@@ -31,7 +37,7 @@ public record ShmemDevice(String name, Mode mode, long size, Path socket) {
         if (mode == Mode.DOORBELL) {
             // Doorbell mode takes its size from the server's fd; libvirt ignores <size> there, and so do we.
             Element msi = DomainXml.child(shmem, "msi");
-            boolean msiAsWanted = msi != null && "2".equals(msi.getAttribute("vectors")) && "on".equals(msi.getAttribute("ioeventfd"));
+            boolean msiAsWanted = msi != null && Integer.toString(DOORBELL_VECTORS).equals(msi.getAttribute("vectors")) && "on".equals(msi.getAttribute("ioeventfd"));
             return new ShmemDevice(name, msiAsWanted ? mode : null, 0, socket);
         }
         return new ShmemDevice(name, mode, bytes, socket);
@@ -86,7 +92,7 @@ public record ShmemDevice(String name, Mode mode, long size, Path socket) {
             server.setAttribute("path", socket.toString());
             shmem.insertBefore(server, first);
             Element msi = doc.createElement("msi");
-            msi.setAttribute("vectors", "2");
+            msi.setAttribute("vectors", Integer.toString(DOORBELL_VECTORS));
             msi.setAttribute("ioeventfd", "on");
             shmem.insertBefore(msi, first);
         }

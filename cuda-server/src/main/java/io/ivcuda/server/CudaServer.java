@@ -9,8 +9,17 @@ import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.core.ChannelState;
 import io.ivcuda.server.core.ChannelWorker;
 import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.core.DoorbellIdle;
+import io.ivcuda.server.core.IdleWait;
+import io.ivcuda.server.core.PlainIdle;
 import io.ivcuda.server.core.ServerHooks;
 import io.ivcuda.server.core.Vm;
+import io.ivcuda.server.doorbell.Doorbells;
+import io.ivcuda.server.doorbell.EventFd;
+import io.ivcuda.server.doorbell.IvshmemServer;
+import io.ivcuda.server.doorbell.NativeFiles;
+import io.ivcuda.server.doorbell.PeerCredentials;
+import io.ivcuda.server.doorbell.PeerPolicy;
 import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.server.region.ChannelLayout;
 import io.ivcuda.server.region.Layout;
@@ -19,6 +28,7 @@ import java.io.IOException;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -31,6 +41,8 @@ import org.apache.logging.log4j.Logger;
  * One VM's server: lays out and maps the region, writes the header (READY last), runs the
  * heartbeat and the channel watcher (attach a worker per claimed channel, liveness and reclaim
  * per owner token, docs/protocol.md §7), and shuts down cleanly (STOPPING → free → STOPPED).
+ * In doorbell mode it is also the VM's ivshmem server (listening before READY) and its idle
+ * threads sleep until the guest rings; when QEMU leaves, the VM is gone and so is this server.
  */
 public final class CudaServer implements ServerHooks, AutoCloseable {
     private static final Logger LOG = LogManager.getLogger(CudaServer.class);
@@ -40,6 +52,12 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     /** How often the watcher looks for claims: a new guest thread's first call waits at most this. */
     private static final long WATCH_PERIOD_NS = TimeUnit.MILLISECONDS.toNanos(1);
     private static final long HEARTBEAT_MS = 100;
+    /**
+     * Doorbell mode beats and checks liveness once a second: each wake-up of an idle server costs
+     * CPU, the guest declares a server dead only after 5 s without a beat, and owners time out after
+     * owner.timeout.ms (≥ 10 beats of the guest's 250 ms heartbeat are still seen).
+     */
+    private static final long DOORBELL_HEARTBEAT_MS = 1000;
     private static final int GUEST_BEATS_FOR_RECLAIM = 8;
 
     private final ServerConfig config;
@@ -57,6 +75,10 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     private volatile boolean running;
     private Thread watcher;
     private Thread heartbeat;
+    private IvshmemServer ivshmem;
+    private Doorbells doorbells;
+    private int regionFd = -1;
+    private volatile Runnable whenVmLeaves = () -> { };
 
     /** Liveness bookkeeping of one token (§7). */
     private static final class Liveness {
@@ -87,6 +109,21 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         return vm;
     }
 
+    /** Doorbell mode: called once QEMU disconnects (the VM stopped or crashed); the caller stops us. */
+    public void whenVmLeaves(Runnable action) {
+        whenVmLeaves = action;
+    }
+
+    /** Doorbell mode: the ring dispatcher (null in plain mode). */
+    Doorbells doorbells() {
+        return doorbells;
+    }
+
+    /** Doorbell mode: the ivshmem server (null in plain mode). */
+    public IvshmemServer ivshmemServer() {
+        return ivshmem;
+    }
+
     public void start() throws IOException {
         region = Region.openOrCreate(config.regionPath(), config.regionSize());
         header = region.view(0, HEADER_SIZE_VALUE);
@@ -99,6 +136,10 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         for (int i = 0; i < channels.length; i++) {
             channels[i] = region.view(layout.channelOffset(i), layout.channelStride());
             channels[i].setMemory(0, ChannelLayout.REQUEST_AREA, (byte) 0);
+            if (config.doorbell()) {
+                // a free channel reads as parked: a claimer's ivc_hello rings and wakes the watcher
+                channels[i].putIntVolatile(ChannelLayout.SERVER_PARKED, 1);
+            }
             states[i] = new ChannelState(i);
         }
         header.putLong(MAGIC, MAGIC_VALUE, LE);
@@ -125,7 +166,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         }
         out = backend.newOut();
         vm = new Vm(region, layout, backend, config.memoryQuota());
-        long features = initDriver();
+        long features = initDriver() | (config.doorbell() ? FEATURE_DOORBELL : 0);
         header.putLong(FEATURE_BITS, features, LE);
         header.putInt(HOST_DRIVER_VERSION, vm.hostDriverVersion(), LE);
         vm.hooks(this);
@@ -136,7 +177,11 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         heartbeat.start();
         watcher = new Thread(this::watch, "channel-watcher");
         watcher.setDaemon(true);
+        if (config.doorbell()) {
+            startIvshmemServer();
+        }
         watcher.start();
+        // READY last: in doorbell mode the hook also waits for the socket, which exists by now
         header.putIntRelease(SERVER_STATE, STATE_READY);
         if (config.pidfile() != null) {
             Files.writeString(config.pidfile(), ProcessHandle.current().pid() + "\n", StandardCharsets.US_ASCII);
@@ -145,6 +190,62 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
                 region.path(), layout.regionSize(), layout.channelCount(), layout.channelStride(), layout.windowSize(),
                 layout.poolSize(), layout.poolOffset(), backend.describe(),
                 config.domainName().isEmpty() ? "" : ", domain " + config.domainName() + " " + config.domainUuid());
+    }
+
+    /**
+     * Listens on {@code doorbell.socket} for this VM's QEMU and hands it the region (the same
+     * file the hook created, so host tools can still open it) and {@code doorbell.vectors} pairs of
+     * eventfds — exactly the domain's {@code <msi vectors>}: QEMU refuses more.
+     */
+    private void startIvshmemServer() throws IOException {
+        String uuid = config.domainUuid().isEmpty() ? null : config.domainUuid();
+        PeerPolicy policy = new PeerPolicy(config.doorbellPeerUid(), uuid);
+        regionFd = NativeFiles.openReadWrite(config.regionPath());
+        ivshmem = IvshmemServer.start(Path.of(config.doorbellSocket()), regionFd, config.doorbellVectors(), policy,
+                new IvshmemServer.Listener() {
+                    @Override
+                    public void peerJoined(PeerCredentials peer) {
+                        LOG.info("doorbell: QEMU pid {} connected; handshake sent (region fd, {} vectors each way)",
+                                peer.pid(), config.doorbellVectors());
+                    }
+
+                    @Override
+                    public void peerLeft(PeerCredentials peer) {
+                        LOG.info("doorbell: QEMU pid {} disconnected: the VM is gone, stopping (QEMU cannot reconnect "
+                                + "to a server, so this one has no further use)", peer.pid());
+                        whenVmLeaves.run();
+                    }
+                });
+        shareSocketWithQemu(Path.of(config.doorbellSocket()));
+        EventFd[] host = new EventFd[config.doorbellVectors()];
+        for (int v = 0; v < host.length; v++) {
+            host[v] = ivshmem.hostVector(v);
+        }
+        doorbells = new Doorbells(host, layout.channelCount());
+        doorbells.watcher(watcher);
+        doorbells.start();
+    }
+
+    /**
+     * Connecting needs write permission on the socket: QEMU runs as another user (libvirt-qemu),
+     * in the group the hook gave the region file (qemu.group). Mode 0660, that group.
+     */
+    private void shareSocketWithQemu(Path socket) throws IOException {
+        Files.setPosixFilePermissions(socket, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw----"));
+        var group = Files.readAttributes(config.regionPath(), java.nio.file.attribute.PosixFileAttributes.class).group();
+        try {
+            Files.getFileAttributeView(socket, java.nio.file.attribute.PosixFileAttributeView.class).setGroup(group);
+        } catch (IOException e) {
+            LOG.warn("doorbell socket {}: cannot give it the region's group {} ({}); QEMU may be refused by the "
+                    + "file system", socket, group.getName(), e.getMessage());
+        }
+    }
+
+    private IdleWait idleFor(int channel) {
+        return config.doorbell()
+                ? new DoorbellIdle(channels[channel], channel, doorbells, ivshmem::interruptGuest, config.waitSpinUs(),
+                        config.doorbellParkTimeoutMs())
+                : new PlainIdle(config.waitSpinUs(), config.waitParkMaxUs());
     }
 
     /** Initialises the driver; failures are logged and answered to the guest's cuInit. Returns feature bits. */
@@ -227,10 +328,14 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         header.putByte(SERVER_MESSAGE + n, (byte) 0);
     }
 
+    private long heartbeatMs() {
+        return config.doorbell() ? DOORBELL_HEARTBEAT_MS : HEARTBEAT_MS;
+    }
+
     private void beat() {
         while (running) {
             header.addLongRelease(SERVER_HEARTBEAT, 1);
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(HEARTBEAT_MS));
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(heartbeatMs()));
         }
     }
 
@@ -240,14 +345,13 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
             synchronized (this) {
                 for (int i = 0; i < channels.length && running; i++) {
                     ChannelWorker w = workers[i];
-                    if (w != null && !w.alive()) {
+                    if (w != null && (w.finished() || !w.alive())) {
                         workers[i] = null;
                         w = null;
                     }
                     long owner = channels[i].getLongVolatile(ChannelLayout.OWNER);
                     if (owner != 0 && w == null && channels[i].getIntVolatile(ChannelLayout.ATTACHED) == 0) {
-                        ChannelWorker fresh = new ChannelWorker(vm, states[i], channels[i], owner,
-                                config.waitSpinUs(), config.waitParkMaxUs());
+                        ChannelWorker fresh = new ChannelWorker(vm, states[i], channels[i], owner, idleFor(i));
                         workers[i] = fresh;
                         fresh.start();
                     }
@@ -255,10 +359,11 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
             }
             long now = System.nanoTime();
             if (now - nextLiveness >= 0) {
-                nextLiveness = now + TimeUnit.MILLISECONDS.toNanos(HEARTBEAT_MS);
+                nextLiveness = now + TimeUnit.MILLISECONDS.toNanos(heartbeatMs());
                 checkLiveness(now);
             }
-            LockSupport.parkNanos(WATCH_PERIOD_NS);
+            // doorbell: a claim's ivc_hello rings (the Doorbells unpark us); the liveness period bounds the sleep
+            LockSupport.parkNanos(config.doorbell() ? TimeUnit.MILLISECONDS.toNanos(heartbeatMs()) : WATCH_PERIOD_NS);
         }
     }
 
@@ -366,6 +471,16 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         }
         for (Long token : vm.owners().keySet().toArray(new Long[0])) {
             vm.reclaim(token, out);
+        }
+        if (doorbells != null) {
+            doorbells.close();
+        }
+        if (ivshmem != null) {
+            ivshmem.close();
+        }
+        if (regionFd >= 0) {
+            NativeFiles.close(regionFd);
+            regionFd = -1;
         }
         if (registered) {
             backend.memHostUnregister(region.address());

@@ -57,10 +57,15 @@ public final class Main implements Callable<Integer> {
             System.err.println("cuda-server: configuration error: " + e.getMessage());
             return EXIT_CONFIG;
         }
+        String[] why = {"signal"};
+        server.whenVmLeaves(() -> {
+            why[0] = "QEMU left";
+            stop.countDown();
+        });
         try {
             server.start();
             stop.await();
-            log.info("stopping (signal)");
+            log.info("stopping ({})", why[0]);
             server.close();
             return 0;
         } catch (Exception e) {

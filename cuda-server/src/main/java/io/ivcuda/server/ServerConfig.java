@@ -15,14 +15,21 @@ import org.apache.commons.configuration2.ex.ConfigurationException;
  * override earlier ones, {@code --set} overrides all. Every key is known and every value checked;
  * a {@link ConfigError} names the key and where it came from.
  */
-public record ServerConfig(Path regionPath, long regionSize, String mode, String doorbellSocket, String gpu,
+public record ServerConfig(Path regionPath, long regionSize, String mode, String doorbellSocket, int doorbellVectors,
+                           int doorbellPeerUid, int doorbellParkTimeoutMs, String gpu,
                            long memoryQuota, String backend, int channelCount, int channelWindow,
                            int ownerTimeoutMs, long waitSpinUs, long waitParkMaxUs, Path pidfile,
                            String domainUuid, String domainName) {
 
-    static final Set<String> KEYS = Set.of("region.path", "region.size", "mode", "doorbell.socket", "gpu",
+    static final Set<String> KEYS = Set.of("region.path", "region.size", "mode", "doorbell.socket",
+            "doorbell.vectors", "doorbell.peer.uid", "doorbell.park.timeout.ms", "gpu",
             "memory.quota", "backend", "channel.count", "channel.window", "owner.timeout.ms", "wait.spin.us",
             "wait.park.max.us", "pidfile", "domain.uuid", "domain.name");
+
+    /** ivshmem-doorbell: the server is the VM's ivshmem server and idle workers sleep until rung. */
+    public boolean doorbell() {
+        return mode.equals("doorbell");
+    }
 
     /** A configuration error: exit status 2. */
     public static final class ConfigError extends Exception {
@@ -70,8 +77,9 @@ public record ServerConfig(Path regionPath, long regionSize, String mode, String
         if (!mode.equals("plain") && !mode.equals("doorbell")) {
             throw r.bad("mode", "is neither plain nor doorbell");
         }
-        if (mode.equals("doorbell")) {
-            throw r.bad("mode", "doorbell mode is not implemented by this server yet");
+        String socket = r.string("doorbell.socket", null);
+        if (mode.equals("doorbell") && (socket == null || socket.isBlank())) {
+            throw r.bad("doorbell.socket", "required in doorbell mode (the socket QEMU's <server path> names)");
         }
         String backend = r.string("backend", "cuda");
         if (!backend.equals("cuda") && !backend.equals("host-memory")) {
@@ -79,7 +87,9 @@ public record ServerConfig(Path regionPath, long regionSize, String mode, String
         }
         String pidfile = r.string("pidfile", null);
         return new ServerConfig(Path.of(regionPath), r.number("region.size", 268435456L, 1L << 20, 1L << 46),
-                mode, r.string("doorbell.socket", null), r.string("gpu", "0"),
+                mode, socket, (int) r.number("doorbell.vectors", 1, 1, 64),
+                (int) r.number("doorbell.peer.uid", -1, -1, Integer.MAX_VALUE),
+                (int) r.number("doorbell.park.timeout.ms", 1000, 10, 60_000), r.string("gpu", "0"),
                 r.number("memory.quota", 0, 0, Long.MAX_VALUE), backend,
                 (int) r.number("channel.count", 0, 0, 4096), (int) r.number("channel.window", 0, 0, 16 << 20),
                 (int) r.number("owner.timeout.ms", 10000, 100, 3_600_000),

@@ -27,6 +27,9 @@ final class FakeGuest implements AutoCloseable {
     final int windowSize;
     final long poolOffset;
     final long poolSize;
+    /** Doorbell mode: rings a vector (the role of BAR0's Doorbell register); null in plain mode. */
+    java.util.function.IntConsumer bell;
+    int vectors = 1;
 
     FakeGuest(Path file, long size) throws Exception {
         region = Region.openOrCreate(file, size);
@@ -47,7 +50,7 @@ final class FakeGuest implements AutoCloseable {
         assertTrue(c.compareAndSetLong(OWNER, 0, token), "channel " + index + " is free");
         c.putInt(OWNER_PID, (int) (token >>> 32), LE);
         c.putInt(OWNER_TID, index, LE);
-        return new Channel(c, token);
+        return new Channel(c, token, index);
     }
 
     UnsafeBuffer pool() {
@@ -103,10 +106,12 @@ final class FakeGuest implements AutoCloseable {
         final int resp;
         final int ring;
         final int window;
+        final int index;
 
-        Channel(UnsafeBuffer c, long token) {
+        Channel(UnsafeBuffer c, long token, int index) {
             this.c = c;
             this.token = token;
+            this.index = index;
             resp = req + requestSize;
             ring = resp + responseSize;
             window = ring + ringSize;
@@ -123,6 +128,7 @@ final class FakeGuest implements AutoCloseable {
             c.putLong(req + MSG_SEQ, seq, LE);
             c.putBytes(req + MESSAGE_HEADER, data, 0, dataLen);
             c.putLongRelease(REQ_SEQ, seq);
+            ringIfParked();
             return awaitResponse(seq);
         }
 
@@ -166,6 +172,7 @@ final class FakeGuest implements AutoCloseable {
             c.putLong(ring + pos + 8, 0, LE);
             c.putBytes(ring + pos + 16, p.b, 0, p.len);
             c.putLongRelease(RING_TAIL, tail + total);
+            ringIfParked();
         }
 
         private void awaitRoom(long tail, int len) {
@@ -186,6 +193,7 @@ final class FakeGuest implements AutoCloseable {
                 int n = Math.min(half, data.length - done);
                 c.putBytes(window + (int) (chunk & 1) * half, data, done, n);
                 c.putLongRelease(GUEST_CHUNK, chunk + 1);
+                ringIfParked();
             }
             return awaitResponse(seq);
         }
@@ -202,6 +210,7 @@ final class FakeGuest implements AutoCloseable {
                 int n = Math.min(half, data.length - done);
                 c.putBytes(window + (int) (chunk & 1) * half, data, done, n);
                 c.putLongRelease(GUEST_CHUNK, chunk + 1);
+                ringIfParked();
             }
             return awaitResponse(seq);
         }
@@ -218,6 +227,7 @@ final class FakeGuest implements AutoCloseable {
                 int n = Math.min(half, into.length - done);
                 c.getBytes(window + (int) (chunk & 1) * half, into, done, n);
                 c.putLongRelease(GUEST_CHUNK, chunk + 1);
+                ringIfParked();
             }
             return awaitResponse(seq);
         }
@@ -229,7 +239,18 @@ final class FakeGuest implements AutoCloseable {
             c.putLong(req + MSG_SEQ, seq, LE);
             c.putBytes(req + MESSAGE_HEADER, p.b, 0, p.len);
             c.putLongRelease(REQ_SEQ, seq);
+            ringIfParked();
             return seq;
+        }
+
+        /** What the guest library does after publishing (protocol §8): store, full fence, load server_parked. */
+        void ringIfParked() {
+            if (bell != null) {
+                java.lang.invoke.VarHandle.fullFence();
+                if (c.getIntVolatile(SERVER_PARKED) == 1) {
+                    bell.accept(index % vectors);
+                }
+            }
         }
 
         void release() {

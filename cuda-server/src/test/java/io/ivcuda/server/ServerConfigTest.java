@@ -42,4 +42,23 @@ class ServerConfigTest {
         e = assertThrows(ServerConfig.ConfigError.class, () -> ServerConfig.load(List.of(), List.of()));
         assertTrue(e.getMessage().contains("region.path"), e.getMessage());
     }
+
+    @Test
+    void doorbellModeNeedsItsSocketAndTakesVectorsUidAndParkTimeout() throws Exception {
+        ServerConfig.ConfigError e = assertThrows(ServerConfig.ConfigError.class,
+                () -> ServerConfig.load(List.of(), List.of("region.path=/x", "mode=doorbell")));
+        assertTrue(e.getMessage().contains("doorbell.socket"), e.getMessage());
+        ServerConfig c = ServerConfig.load(List.of(), List.of("region.path=/x", "mode=doorbell",
+                "doorbell.socket=/run/ivcuda/x.sock", "doorbell.vectors=2", "doorbell.peer.uid=64055"));
+        assertTrue(c.doorbell());
+        assertEquals(2, c.doorbellVectors());
+        assertEquals(64055, c.doorbellPeerUid());
+        assertEquals(1000, c.doorbellParkTimeoutMs());
+        e = assertThrows(ServerConfig.ConfigError.class, () -> ServerConfig.load(List.of(),
+                List.of("region.path=/x", "mode=doorbell", "doorbell.socket=/s", "doorbell.vectors=65")));
+        assertTrue(e.getMessage().contains("doorbell.vectors"), e.getMessage());
+        ServerConfig plain = ServerConfig.load(List.of(), List.of("region.path=/x"));
+        assertEquals(-1, plain.doorbellPeerUid(), "any uid unless configured");
+        assertTrue(!plain.doorbell());
+    }
 }

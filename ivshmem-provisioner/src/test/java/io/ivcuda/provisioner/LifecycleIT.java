@@ -194,6 +194,7 @@ class LifecycleIT {
         virsh("start", name);
         assertServerRunning(paths);
         assertRegionSharedWithQemu(name, paths);
+        assertCudaCallsThroughRegion(paths);
 
         virsh("destroy", name);
         assertNothingLeft(paths);
@@ -277,6 +278,39 @@ class LifecycleIT {
         assertNothingLeft(paths);
     }
 
+    /**
+     * Doorbell mode: the server is the domain's ivshmem server. QEMU connects to its socket at start
+     * (the server logs the handshake with QEMU's pid), maps the region the server sent, and when QEMU
+     * exits the server sees the disconnect, stops by itself, and nothing is left.
+     */
+    @Test
+    @Order(4)
+    void doorbellDomainFromMetadataToDestroy() throws Exception {
+        String name = PREFIX + "doorbell";
+        InstancePaths paths = InstancePaths.of(define(name), host);
+        virsh("metadata", name, GpuElement.NAMESPACE, "--key", "ivcuda", "--set", "<gpu mode='doorbell' size='16M'/>",
+                "--config");
+        waitFor(() -> device(name) != null && device(name).mode() == Mode.DOORBELL,
+                "the provisioner adds the ivshmem-doorbell device to " + name);
+        assertEquals(paths.doorbellSocket(), device(name).socket());
+
+        virsh("start", name);
+        assertServerRunning(paths);
+        ByteBuffer header = readHeader(paths.regionFile());
+        assertEquals(1L, header.getLong(0x30) & 1L, "feature bit 0 DOORBELL in the header");
+        long qemu = Long.parseLong(Files.readString(Path.of("/run/libvirt/qemu/" + name + ".pid")).trim());
+        Path log = paths.serverLog();
+        waitFor(() -> logContains(log, "doorbell: QEMU pid " + qemu + " connected"),
+                "the server logs the handshake with QEMU pid " + qemu + " (" + log + ")");
+        assertRegionSharedWithQemu(name, paths);
+        assertCudaCallsThroughRegion(paths);
+
+        virsh("destroy", name);
+        waitFor(() -> logContains(log, "QEMU pid " + qemu + " disconnected"), "the server sees QEMU leave (" + log + ")");
+        assertNothingLeft(paths);
+        assertTrue(logContains(log, "stopped"), "the server stopped cleanly: " + log);
+    }
+
     // ---- checks ----------------------------------------------------------------------------------
 
     private static void assertServerRunning(InstancePaths paths) throws Exception {
@@ -345,6 +379,59 @@ class LifecycleIT {
         }
         long address = Long.parseUnsignedLong(bar2.group(1), 16);
         return address == 0 || address == -1L || address > (1L << 48) ? -1 : address;
+    }
+
+    private static boolean logContains(Path log, String text) {
+        try {
+            return Files.exists(log) && Files.readString(log, StandardCharsets.UTF_8).contains(text);
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /**
+     * CUDA driver calls through the running VM's region, made host-side with the guest library
+     * ({@code IVCUDA_REGION}): there is no guest OS in this domain. The CI host has no GPU, so cuInit
+     * answers what the server's backend found (CUDA_ERROR_NO_DEVICE there); the server's log shows the
+     * channel's hello, which proves the calls crossed the region. In doorbell mode this process has no
+     * BAR0 to ring: the server's bounded park timeout serves it.
+     */
+    private static void assertCudaCallsThroughRegion(InstancePaths paths) throws Exception {
+        Path library = repo.resolve("guest/target/libcuda.so.1");
+        assertTrue(Files.exists(library), "the guest library is built before the integration test: " + library);
+        Path source = workDir.resolve("region_calls.c");
+        Files.writeString(source, """
+                #include <stdio.h>
+                typedef int CUresult;
+                CUresult cuInit(unsigned int flags);
+                CUresult cuDriverGetVersion(int *version);
+                CUresult cuDeviceGetCount(int *count);
+                int main(void)
+                {
+                    int version = 0, count = -1;
+                    CUresult init = cuInit(0);
+                    CUresult v = cuDriverGetVersion(&version);
+                    CUresult c = cuDeviceGetCount(&count);
+                    printf("cuInit %d cuDriverGetVersion %d (%d) cuDeviceGetCount %d (%d)\\n", init, v, version, c, count);
+                    return 0;
+                }
+                """);
+        Path program = workDir.resolve("region_calls");
+        Result built = run(List.of("gcc", "-o", program.toString(), source.toString(), "-L" + library.getParent(), "-lcuda"));
+        assertEquals(0, built.status, "gcc: " + built.output);
+        ProcessBuilder calls = new ProcessBuilder(program.toString()).redirectErrorStream(true);
+        calls.environment().put("IVCUDA_REGION", paths.regionFile().toString());
+        calls.environment().put("LD_LIBRARY_PATH", library.getParent().toString());
+        Process process = calls.start();
+        process.getOutputStream().close();
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(process.waitFor(60, TimeUnit.SECONDS), "the calls finish: " + output);
+        assertEquals(0, process.exitValue(), output);
+        Matcher init = Pattern.compile("cuInit (\\d+) ").matcher(output);
+        assertTrue(init.find(), "cuInit answered: " + output);
+        // 0 on a GPU host; 100 (CUDA_ERROR_NO_DEVICE) where the server found no GPU
+        assertTrue(init.group(1).equals("0") || init.group(1).equals("100"), "cuInit's answer came from the server: " + output);
+        assertTrue(logContains(paths.serverLog(), "hello from library"), "the server served the calls: " + paths.serverLog());
     }
 
     private static void assertNothingLeft(InstancePaths paths) throws Exception {

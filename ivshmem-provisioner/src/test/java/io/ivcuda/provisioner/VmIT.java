@@ -9,6 +9,7 @@ import io.ivcuda.common.DomainXml;
 import io.ivcuda.common.GpuElement;
 import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.InstancePaths;
+import io.ivcuda.common.Mode;
 import io.ivcuda.common.ShmemDevice;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -41,6 +42,7 @@ import org.junit.jupiter.api.Test;
  * {@code dpkg-deb}, {@code cpio} and gcc. With {@code IVCUDA_IT_LIBVIRT=required} a missing libvirtd
  * fails the test; otherwise it is skipped.
  */
+@org.junit.jupiter.api.TestMethodOrder(org.junit.jupiter.api.MethodOrderer.OrderAnnotation.class)
 class VmIT {
     private static final String URI = "qemu:///system";
     private static final Path HOST_CONFIG = HostConfig.DEFAULT_PATH;
@@ -108,13 +110,31 @@ class VmIT {
     }
 
     @Test
+    @org.junit.jupiter.api.Order(1)
     void guestFindsTheDeviceAndTheServerAnswersItsCalls() throws Exception {
-        String uuid = define();
+        runGuest(Mode.PLAIN);
+    }
+
+    /**
+     * The same guest in doorbell mode: QEMU connects to the server's socket, the guest library maps
+     * BAR0 and rings it when the server is parked (the server logs the first ring of a vector), and
+     * the guest's power-off closes QEMU's connection, after which the server stops by itself.
+     */
+    @Test
+    @org.junit.jupiter.api.Order(2)
+    void doorbellGuestRingsTheServer() throws Exception {
+        runGuest(Mode.DOORBELL);
+    }
+
+    private void runGuest(Mode mode) throws Exception {
+        String uuid = define(mode);
         InstancePaths paths = InstancePaths.of(uuid, host);
-        waitFor(() -> device() != null, WAIT_MS, "the provisioner adds the <shmem> device to " + NAME);
+        waitFor(() -> device() != null && device().mode() == mode, WAIT_MS, "the provisioner adds the <shmem> device to " + NAME);
         ShmemDevice device = device();
         assertEquals(paths.shmemName(), device.name());
-        assertEquals(64L << 20, device.size());
+        if (mode == Mode.PLAIN) {
+            assertEquals(64L << 20, device.size());
+        }
 
         Files.deleteIfExists(CONSOLE);
         virsh("start", NAME);
@@ -141,6 +161,12 @@ class VmIT {
         assertTrue(Pattern.compile(" pid " + pid.group(1) + ": cuInit\\(0\\) \\S+ CUDA_ERROR_NO_DEVICE\n").matcher(serverLog).find(),
                 "the server answered the probe's cuInit:\n" + serverLog);
 
+        if (mode == Mode.DOORBELL) {
+            assertTrue(serverLog.contains("doorbell: QEMU pid "), "QEMU connected to the server's socket:\n" + serverLog);
+            assertTrue(serverLog.contains("doorbell: first ring on vector "), "the guest rang BAR0's doorbell:\n" + serverLog);
+            assertTrue(serverLog.contains("disconnected: the VM is gone"), "the server saw QEMU leave:\n" + serverLog);
+        }
+
         virsh("undefine", NAME);
         assertFalse(run(List.of("virsh", "-c", URI, "list", "--all", "--name")).output.contains(NAME), "undefined");
     }
@@ -159,12 +185,12 @@ class VmIT {
         assertEquals(0, built.status, "vm/build-guest.sh: " + built.output);
     }
 
-    private static String define() throws IOException {
+    private static String define(Mode mode) throws IOException {
         Path guest = workDir.resolve("guest");
         Path xml = workDir.resolve(NAME + ".xml");
         Files.writeString(xml, "<domain type='qemu'><name>" + NAME + "</name>"
                 + "<memory unit='MiB'>256</memory><vcpu>1</vcpu>"
-                + "<metadata><ivcuda:gpu xmlns:ivcuda='" + GpuElement.NAMESPACE + "' size='64M'/></metadata>"
+                + "<metadata><ivcuda:gpu xmlns:ivcuda='" + GpuElement.NAMESPACE + "' size='64M' mode='" + mode.word() + "'/></metadata>"
                 + "<os><type arch='x86_64' machine='pc'>hvm</type>"
                 + "<kernel>" + guest.resolve("vmlinuz") + "</kernel><initrd>" + guest.resolve("initramfs.cpio.gz") + "</initrd>"
                 + "<cmdline>console=ttyS0 panic=-1 quiet</cmdline></os>"

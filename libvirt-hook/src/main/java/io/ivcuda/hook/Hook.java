@@ -208,6 +208,8 @@ final class Hook {
         p.setProperty("region.size", Long.toString(settings.regionSize()));
         p.setProperty("mode", settings.mode().word());
         p.setProperty("doorbell.socket", paths.doorbellSocket().toString());
+        // prepare checked the domain's <shmem> equals the desired one, <msi vectors> included
+        p.setProperty("doorbell.vectors", Integer.toString(ShmemDevice.DOORBELL_VECTORS));
         p.setProperty("gpu", settings.gpu());
         p.setProperty("memory.quota", Long.toString(settings.memoryQuota()));
         p.setProperty("domain.uuid", domain.uuid());

@@ -131,6 +131,7 @@ class HookTest {
         assertEquals("gpuvm", instance.getProperty("domain.name"));
         assertEquals(runtime.resolve(TAGGED_UUID + ".pid").toString(), instance.getProperty("pidfile"));
         assertEquals(runtime.resolve("ivcuda-" + TAGGED_UUID + ".sock").toString(), instance.getProperty("doorbell.socket"));
+        assertEquals("2", instance.getProperty("doorbell.vectors"), "the <msi vectors> the provisioner writes");
         // The server writes its pidfile after it is READY (docs/architecture.md): it may lag a little.
         for (int i = 0; i < 250 && !Files.exists(paths.pidfile()); i++) {
             Thread.sleep(20);

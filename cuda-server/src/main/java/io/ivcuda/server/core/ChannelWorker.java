@@ -7,16 +7,14 @@ import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.server.gen.Reply;
 import io.ivcuda.server.region.Layout;
 import java.nio.ByteOrder;
-import java.util.concurrent.TimeUnit;
-import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
 /**
  * Serves one claimed channel on its own thread (guest thread ↔ host thread, so the CUDA current
- * context follows the guest thread). Polls req_seq and the ring with a spin/yield/park backoff,
- * drains the ring before each sync request (docs/protocol.md §4), keeps the channel's sticky async
+ * context follows the guest thread). Watches req_seq and the ring, waiting as its {@link IdleWait}
+ * says (plain: spin/yield/park backoff; doorbell: spin, then sleep until the guest rings), drains the ring before each sync request (docs/protocol.md §4), keeps the channel's sticky async
  * error (§6), and stops when the owner word changes or the server stops.
  */
 public final class ChannelWorker implements Runnable {
@@ -31,16 +29,20 @@ public final class ChannelWorker implements Runnable {
     private final Layout layout;
     private final RequestHandlers handlers;
     private final Reply reply = new Reply();
-    private final BackoffIdleStrategy idle;
+    private final IdleWait idle;
+    private final IdleWait.WorkCheck channelWork = this::hasWork;
+    private final IdleWait.WorkCheck chunkArrived = this::chunkArrived;
+    private long chunkTarget;
     private final int ringMask;
     private volatile boolean stop;
+    private volatile boolean finished;
     private boolean releaseOnExit;
     private volatile Thread thread;
     private boolean poisoned;
     private int sticky;
     private int currentOpcode;
 
-    public ChannelWorker(Vm vm, ChannelState state, UnsafeBuffer channel, long token, long spinUs, long parkMaxUs) {
+    public ChannelWorker(Vm vm, ChannelState state, UnsafeBuffer channel, long token, IdleWait idle) {
         this.vm = vm;
         this.state = state;
         this.channel = channel;
@@ -48,8 +50,7 @@ public final class ChannelWorker implements Runnable {
         this.token = token;
         this.layout = vm.layout();
         this.ringMask = layout.ringSize() - 1;
-        this.idle = new BackoffIdleStrategy(Math.max(1, spinUs * 10), 20,
-                TimeUnit.MICROSECONDS.toNanos(1), TimeUnit.MICROSECONDS.toNanos(Math.max(1, parkMaxUs)));
+        this.idle = idle;
         this.handlers = new RequestHandlers(vm, this);
     }
 
@@ -84,6 +85,25 @@ public final class ChannelWorker implements Runnable {
     /** Asks the worker to stop after its current call. */
     public void stop() {
         stop = true;
+        Thread t = thread;
+        if (t != null) {
+            idle.wake(t);
+        }
+    }
+
+    /** True once the worker has left its channel (attached = 0 stored); it touches nothing after. */
+    public boolean finished() {
+        return finished;
+    }
+
+    /** New work on the channel, or a reason to stop: ends an idle wait. */
+    private boolean hasWork() {
+        return channel.getLongVolatile(REQ_SEQ) != state.lastSeq
+                || (channel.getLongVolatile(RING_TAIL) != state.ringHead && !poisoned) || stopping();
+    }
+
+    private boolean chunkArrived() {
+        return channel.getLongVolatile(GUEST_CHUNK) - chunkTarget >= 0 || stopping();
     }
 
     public boolean stopping() {
@@ -126,7 +146,7 @@ public final class ChannelWorker implements Runnable {
                     idle.reset();
                     continue;
                 }
-                idle.idle();
+                idle.idle(channelWork);
             }
         } catch (Throwable e) {
             LOG.error("channel {} pid {}: worker failed", state.index, ownerPid(), e);
@@ -136,6 +156,8 @@ public final class ChannelWorker implements Runnable {
             if (releaseOnExit) {
                 channel.compareAndSetLong(OWNER, token, 0);
             }
+            finished = true;
+            idle.detached();
         }
     }
 
@@ -226,6 +248,7 @@ public final class ChannelWorker implements Runnable {
         channel.putLong(responseArea + MSG_SEQ, req, LE);
         state.lastSeq = req;
         channel.putLongRelease(RESP_SEQ, req);
+        idle.published();
         if (result == CuResult.NOT_INITIALIZED && !handlers.greeted()) {
             // a channel whose first request is not a valid hello is reclaimed (§3), once at rest
             LOG.warn("channel {} pid {}: released (no valid ivc_hello)", state.index, ownerPid());
@@ -297,18 +320,21 @@ public final class ChannelWorker implements Runnable {
     /** Waits until the guest's chunk counter reaches {@code target}; false if the channel stops. */
     boolean awaitGuestChunk(long target) {
         idle.reset();
+        chunkTarget = target;
         while (channel.getLongAcquire(GUEST_CHUNK) - target < 0) {
             if (stopping()) {
                 return false;
             }
-            idle.idle();
+            idle.idle(chunkArrived);
         }
+        idle.reset();
         return true;
     }
 
     void publishServerChunk(long value) {
         state.serverChunk = value;
         channel.putLongRelease(SERVER_CHUNK, value);
+        idle.published();
     }
 
     /** Marks the server-side chunk count the guest must catch up to (device→host waits). */

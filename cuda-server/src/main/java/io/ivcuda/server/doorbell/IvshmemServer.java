@@ -28,7 +28,8 @@ public final class IvshmemServer implements AutoCloseable {
     public static final int MAX_VECTORS = 64;
 
     private static final Logger LOG = LogManager.getLogger(IvshmemServer.class);
-    private static final int POLL_MS = 200;
+    /** A safety net only: {@link #close} wakes the poll through {@link #stopSignal}. */
+    private static final int POLL_MS = 60_000;
 
     /** What the VM's peer does. Called on the server's own thread. */
     public interface Listener {
@@ -45,6 +46,7 @@ public final class IvshmemServer implements AutoCloseable {
     private final PeerPolicy policy;
     private final Listener listener;
     private final Thread thread;
+    private final EventFd stopSignal = EventFd.create();
     private volatile boolean running = true;
     private volatile PeerCredentials peer;
     private int peerFd = -1;
@@ -114,20 +116,23 @@ public final class IvshmemServer implements AutoCloseable {
     }
 
     private void serve() {
-        Memory fds = new Memory(16);
+        Memory fds = new Memory(24);
         while (running) {
-            int count = peerFd >= 0 ? 2 : 1;
+            int count = peerFd >= 0 ? 3 : 2;
             fds.setInt(0, listenFd);
             fds.setShort(4, Posix.POLLIN);
             fds.setShort(6, (short) 0);
-            fds.setInt(8, peerFd);
+            fds.setInt(8, stopSignal.fd());
             fds.setShort(12, Posix.POLLIN);
             fds.setShort(14, (short) 0);
+            fds.setInt(16, peerFd);
+            fds.setShort(20, Posix.POLLIN);
+            fds.setShort(22, (short) 0);
             int ready = Posix.poll(fds, count, POLL_MS);
-            if (ready <= 0) {
+            if (ready <= 0 || !running) {
                 continue;
             }
-            if (count == 2 && fds.getShort(14) != 0) {
+            if (count == 3 && fds.getShort(22) != 0) {
                 dropPeer();
             }
             if ((fds.getShort(6) & Posix.POLLIN) != 0) {
@@ -195,9 +200,10 @@ public final class IvshmemServer implements AutoCloseable {
     @Override
     public void close() {
         running = false;
+        stopSignal.signal();
         if (Thread.currentThread() != thread) {
             try {
-                thread.join(2 * POLL_MS + 1000);
+                thread.join(5000);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
@@ -207,6 +213,7 @@ public final class IvshmemServer implements AutoCloseable {
             peerFd = -1;
         }
         Posix.close(listenFd);
+        stopSignal.close();
         for (int v = 0; v < hostVectors.length; v++) {
             hostVectors[v].close();
             guestVectors[v].close();

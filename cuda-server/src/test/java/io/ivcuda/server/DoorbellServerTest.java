@@ -1,0 +1,155 @@
+package io.ivcuda.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ivcuda.server.FakeGuest.Channel;
+import io.ivcuda.server.FakeGuest.Payload;
+import io.ivcuda.server.FakeGuest.Response;
+import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.doorbell.FakeQemu;
+import io.ivcuda.server.gen.Opcodes;
+import io.ivcuda.server.region.ChannelLayout;
+import io.ivcuda.server.region.HeaderLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Doorbell mode end to end without a VM: {@link FakeQemu} connects to the server's socket as QEMU
+ * does, and {@link FakeGuest} rings the vector after publishing whenever it reads server_parked == 1,
+ * as the guest library does. The spin budget is 0, so every worker parks as soon as it is idle, and
+ * the park timeout is a minute, longer than any call may take here: only a ring wakes a worker.
+ */
+class DoorbellServerTest {
+    static final long SIZE = 32L << 20;
+    static final int VECTORS = 2;
+    static final long TOKEN = (777L << 32) | 0x55;
+
+    @TempDir
+    Path dir;
+    Path socket;
+    CudaServer server;
+    FakeQemu qemu;
+    FakeGuest guest;
+    final CountDownLatch vmLeft = new CountDownLatch(1);
+
+    @BeforeEach
+    void start() throws Exception {
+        Path region = dir.resolve("region");
+        socket = dir.resolve("vm.sock");
+        ServerConfig config = ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
+                "channel.count=8", "backend=host-memory", "mode=doorbell", "doorbell.socket=" + socket,
+                "doorbell.vectors=" + VECTORS, "wait.spin.us=0", "doorbell.park.timeout.ms=60000"));
+        server = new CudaServer(config);
+        server.whenVmLeaves(vmLeft::countDown);
+        server.start();
+        assertTrue(Files.exists(socket), "the socket exists once the server is READY");
+        qemu = new FakeQemu(socket, VECTORS);
+        guest = new FakeGuest(region, SIZE);
+        guest.vectors = VECTORS;
+        guest.bell = qemu::ring;
+    }
+
+    @AfterEach
+    void stop() {
+        guest.close();
+        qemu.close();
+        server.close();
+    }
+
+    private static void awaitParked(Channel c) throws InterruptedException {
+        for (int i = 0; i < 20_000 && c.c.getIntVolatile(ChannelLayout.SERVER_PARKED) != 1; i++) {
+            Thread.sleep(1);
+        }
+        assertEquals(1, c.c.getIntVolatile(ChannelLayout.SERVER_PARKED), "worker of channel " + c.index + " parked");
+    }
+
+    @Test
+    void headerSaysDoorbellAndFreeChannelsReadAsParked() {
+        assertEquals(HeaderLayout.FEATURE_DOORBELL,
+                guest.header.getLong(HeaderLayout.FEATURE_BITS, FakeGuest.LE) & HeaderLayout.FEATURE_DOORBELL);
+        Channel free = guest.claim(3, TOKEN);
+        assertEquals(1, free.c.getIntVolatile(ChannelLayout.SERVER_PARKED), "a claimer's hello must ring");
+        assertEquals(CuResult.SUCCESS, free.hello().result());
+    }
+
+    @Test
+    void parkedWorkersWakeOnTheirVectorAndServeCalls() throws Exception {
+        // channels 0 and 2 share vector 0; channel 1 has vector 1
+        Channel a = guest.claim(0, TOKEN);
+        Channel b = guest.claim(2, TOKEN);
+        Channel c = guest.claim(1, TOKEN);
+        for (Channel ch : new Channel[] {a, b, c}) {
+            assertEquals(CuResult.SUCCESS, ch.hello().result());
+        }
+        for (int round = 0; round < 5; round++) {
+            for (Channel ch : new Channel[] {b, a, c}) {
+                awaitParked(ch);
+                long rings = server.doorbells().rings(ch.index % VECTORS);
+                Response r = ch.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(4096));
+                assertEquals(CuResult.SUCCESS, r.result());
+                // the response may come first when the worker's park timed out just then: the ring still arrives
+                for (int i = 0; i < 5000 && server.doorbells().rings(ch.index % VECTORS) == rings; i++) {
+                    Thread.sleep(1);
+                }
+                assertTrue(server.doorbells().rings(ch.index % VECTORS) > rings,
+                        "the guest rang vector " + ch.index % VECTORS + " for parked channel " + ch.index);
+            }
+        }
+    }
+
+    @Test
+    void ringRecordsAndStreamedCopiesWakeAParkedWorker() throws Exception {
+        Channel ch = guest.claim(5, TOKEN);
+        assertEquals(CuResult.SUCCESS, ch.hello().result());
+        byte[] data = new byte[3 * guest.windowSize + 100];
+        Response alloc = ch.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(data.length));
+        assertEquals(CuResult.SUCCESS, alloc.result());
+        long dptr = alloc.out(0);
+        for (int i = 0; i < data.length; i++) {
+            data[i] = (byte) (i * 7);
+        }
+        awaitParked(ch);
+        assertEquals(CuResult.SUCCESS, ch.htodStream(dptr, data).result());
+        byte[] back = new byte[data.length];
+        awaitParked(ch);
+        assertEquals(CuResult.SUCCESS, ch.dtohStream(dptr, back).result());
+        assertTrue(java.util.Arrays.equals(data, back), "data came back through the window");
+    }
+
+    @Test
+    void aGuestWaitingForItsResponseGetsAnInterrupt() throws Exception {
+        Channel ch = guest.claim(1, TOKEN);
+        assertEquals(CuResult.SUCCESS, ch.hello().result());
+        ch.c.putIntVolatile(ChannelLayout.GUEST_WAITING, 1);
+        assertEquals(CuResult.SUCCESS, ch.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(4096)).result());
+        assertTrue(qemu.interrupted(1, 5000), "MSI-X vector 1 raised for channel 1");
+        ch.c.putIntVolatile(ChannelLayout.GUEST_WAITING, 0);
+        assertEquals(CuResult.SUCCESS, ch.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(4096)).result());
+        assertFalse(qemu.interrupted(1, 100), "no interrupt for a polling guest");
+    }
+
+    @Test
+    void aReleasedChannelIsServedForItsNextOwner() throws Exception {
+        Channel first = guest.claim(4, TOKEN);
+        assertEquals(CuResult.SUCCESS, first.hello().result());
+        assertEquals(CuResult.SUCCESS, first.call(Opcodes.IVC_GOODBYE, new Payload()).result());
+        first.release();
+        Channel next = guest.claim(4, TOKEN + 1);
+        assertEquals(CuResult.SUCCESS, next.hello().result(), "the old worker left and a new one serves");
+    }
+
+    @Test
+    void qemuLeavingTellsTheServerTheVmIsGone() throws Exception {
+        qemu.close();
+        assertTrue(vmLeft.await(10, TimeUnit.SECONDS), "the server noticed the disconnect");
+    }
+}
