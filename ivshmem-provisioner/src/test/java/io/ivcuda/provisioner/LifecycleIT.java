@@ -1,11 +1,16 @@
 package io.ivcuda.provisioner;
 
+import static io.ivcuda.provisioner.LibvirtTestHost.URI;
+import static io.ivcuda.provisioner.LibvirtTestHost.javaCommand;
+import static io.ivcuda.provisioner.LibvirtTestHost.libvirtProblem;
+import static io.ivcuda.provisioner.LibvirtTestHost.run;
+import static io.ivcuda.provisioner.LibvirtTestHost.virsh;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.ivcuda.provisioner.LibvirtTestHost.Result;
 import io.ivcuda.common.DomainXml;
 import io.ivcuda.common.GpuElement;
 import io.ivcuda.common.HostConfig;
@@ -58,7 +63,6 @@ import org.junit.jupiter.api.TestMethodOrder;
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class LifecycleIT {
-    private static final String URI = "qemu:///system";
     private static final Path HOST_CONFIG = HostConfig.DEFAULT_PATH;
     private static final Path HOST_CONFIG_BACKUP = Path.of("/etc/ivcuda/ivcuda.properties.before-it");
     private static final String PREFIX = "ivcuda-it-";
@@ -67,7 +71,7 @@ class LifecycleIT {
     private static final boolean INSTALLED = Boolean.getBoolean("ivcuda.installed");
     private static final String INSTALLED_HOOK_TARGET = "/usr/libexec/ivcuda/50-ivcuda";
     private static final String INSTALLED_SERVER_USER = "ivcuda";
-    private static final Path HOOK = Path.of("/etc/libvirt/hooks/qemu.d/50-ivcuda");
+    private static final Path HOOK = LibvirtTestHost.HOOK;
 
     private static Path repo;
     private static Path workDir;
@@ -125,21 +129,6 @@ class LifecycleIT {
         }
     }
 
-    /** Null when libvirtd answers, the hook is installed and we are root; else what is missing. */
-    private static String libvirtProblem() {
-        if (!"root".equals(System.getProperty("user.name"))) {
-            return "not running as root";
-        }
-        Result version = run(List.of("virsh", "-c", URI, "version"));
-        if (version.status != 0) {
-            return "libvirtd is unreachable at " + URI + ": " + version.output.trim();
-        }
-        if (!Files.isExecutable(HOOK)) {
-            return "the hook /etc/libvirt/hooks/qemu.d/50-ivcuda is not installed (see .ci/run)";
-        }
-        return null;
-    }
-
     private static void writeHostConfig() throws IOException {
         Path serverJar = repo.resolve("cuda-server/target/cuda-server.jar");
         String serverCommand;
@@ -169,10 +158,6 @@ class LifecycleIT {
                 // and guests get CUDA_ERROR_NO_DEVICE from cuInit
                 + "log.dir=" + workDir.resolve("log") + "\n");
         configWritten = true;
-    }
-
-    private static String javaCommand() {
-        return ProcessHandle.current().info().command().orElse("java");
     }
 
     // ---- the tests -------------------------------------------------------------------------------
@@ -259,8 +244,8 @@ class LifecycleIT {
         long libvirtd = Long.parseLong(Files.readString(pidfile).trim());
         ProcessHandle.of(libvirtd).ifPresent(ProcessHandle::destroy);
         waitFor(() -> ProcessHandle.of(libvirtd).map(p -> !p.isAlive()).orElse(true), "libvirtd stops");
-        assertEquals(0, run(List.of("libvirtd", "-d")).status, "libvirtd starts again");
-        waitFor(() -> run(List.of("virsh", "-c", URI, "version")).status == 0, "libvirtd answers again");
+        assertEquals(0, run(List.of("libvirtd", "-d")).status(), "libvirtd starts again");
+        waitFor(() -> run(List.of("virsh", "-c", URI, "version")).status() == 0, "libvirtd answers again");
 
         assertTrue(virsh("domstate", name).contains("running"), "the reconnect hook kept the VM alive");
         assertEquals(serverBefore, serverPids(paths), "the same server still runs");
@@ -418,7 +403,7 @@ class LifecycleIT {
                 """);
         Path program = workDir.resolve("region_calls");
         Result built = run(List.of("gcc", "-o", program.toString(), source.toString(), "-L" + library.getParent(), "-lcuda"));
-        assertEquals(0, built.status, "gcc: " + built.output);
+        assertEquals(0, built.status(), "gcc: " + built.output());
         ProcessBuilder calls = new ProcessBuilder(program.toString()).redirectErrorStream(true);
         calls.environment().put("IVCUDA_REGION", paths.regionFile().toString());
         calls.environment().put("LD_LIBRARY_PATH", library.getParent().toString());
@@ -492,44 +477,13 @@ class LifecycleIT {
 
     private static void removeTestDomains() {
         Result list = run(List.of("virsh", "-c", URI, "list", "--all", "--name"));
-        for (String line : list.output.split("\n")) {
+        for (String line : list.output().split("\n")) {
             String name = line.trim();
             if (name.startsWith(PREFIX)) {
                 run(List.of("virsh", "-c", URI, "destroy", name));
                 run(List.of("virsh", "-c", URI, "undefine", name));
             }
         }
-    }
-
-    private record Result(int status, String output) {
-    }
-
-    private static Result run(List<String> command) {
-        try {
-            Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-            process.getOutputStream().close();
-            String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!process.waitFor(WAIT_MS, TimeUnit.MILLISECONDS)) {
-                process.destroyForcibly();
-                return new Result(-1, String.join(" ", command) + ": timed out");
-            }
-            return new Result(process.exitValue(), output);
-        } catch (IOException e) {
-            return new Result(-1, e.getMessage());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return new Result(-1, "interrupted");
-        }
-    }
-
-    private static String virsh(String... args) {
-        List<String> command = new ArrayList<>(List.of("virsh", "-c", URI));
-        command.addAll(List.of(args));
-        Result result = run(command);
-        if (result.status != 0) {
-            throw new AssertionError(String.join(" ", command) + " failed (" + result.status + "): " + result.output.trim());
-        }
-        return result.output;
     }
 
     private interface Action {
@@ -554,13 +508,6 @@ class LifecycleIT {
     }
 
     private static void waitFor(BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + WAIT_MS * 1_000_000;
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                fail("timed out after " + WAIT_MS + " ms waiting until " + what);
-            }
-            Thread.sleep(100);
-        }
-        assertNotNull(what);
+        LibvirtTestHost.waitFor(condition, WAIT_MS, what);
     }
 }

@@ -1,10 +1,18 @@
 package io.ivcuda.provisioner;
 
+import static io.ivcuda.provisioner.LibvirtTestHost.URI;
+import static io.ivcuda.provisioner.LibvirtTestHost.javaCommand;
+import static io.ivcuda.provisioner.LibvirtTestHost.libvirtProblem;
+import static io.ivcuda.provisioner.LibvirtTestHost.run;
+import static io.ivcuda.provisioner.LibvirtTestHost.virsh;
+import static io.ivcuda.provisioner.LibvirtTestHost.waitFor;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.ivcuda.provisioner.LibvirtTestHost.Result;
 import io.ivcuda.common.DomainXml;
 import io.ivcuda.common.GpuElement;
 import io.ivcuda.common.HostConfig;
@@ -20,7 +28,6 @@ import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
@@ -44,7 +51,6 @@ import org.junit.jupiter.api.Test;
  */
 @org.junit.jupiter.api.TestMethodOrder(org.junit.jupiter.api.MethodOrderer.OrderAnnotation.class)
 class VmIT {
-    private static final String URI = "qemu:///system";
     private static final Path HOST_CONFIG = HostConfig.DEFAULT_PATH;
     private static final Path HOST_CONFIG_BACKUP = Path.of("/etc/ivcuda/ivcuda.properties.before-vm-it");
     /** LifecycleIT's prefix too: either test removes the other's leftovers. */
@@ -168,7 +174,7 @@ class VmIT {
         }
 
         virsh("undefine", NAME);
-        assertFalse(run(List.of("virsh", "-c", URI, "list", "--all", "--name")).output.contains(NAME), "undefined");
+        assertFalse(run(List.of("virsh", "-c", URI, "list", "--all", "--name")).output().contains(NAME), "undefined");
     }
 
     // ---- the guest ---------------------------------------------------------------------------------
@@ -179,10 +185,10 @@ class VmIT {
         Path probe = workDir.resolve("probe");
         Result compiled = run(List.of("gcc", "-O2", "-Wall", "-Werror", "-o", probe.toString(),
                 repo.resolve("vm/guest-probe.c").toString(), "-L" + guestLib, "-lcuda"));
-        assertEquals(0, compiled.status, "compiling vm/guest-probe.c: " + compiled.output);
+        assertEquals(0, compiled.status(), "compiling vm/guest-probe.c: " + compiled.output());
         Result built = run(List.of("bash", repo.resolve("vm/build-guest.sh").toString(),
                 workDir.resolve("guest").toString(), guestLib.toString(), probe.toString()));
-        assertEquals(0, built.status, "vm/build-guest.sh: " + built.output);
+        assertEquals(0, built.status(), "vm/build-guest.sh: " + built.output());
     }
 
     private static String define(Mode mode) throws IOException {
@@ -214,7 +220,7 @@ class VmIT {
 
     private static boolean running() {
         Result state = run(List.of("virsh", "-c", URI, "domstate", NAME));
-        return state.status == 0 && state.output.contains("running");
+        return state.status() == 0 && state.output().contains("running");
     }
 
     private static ShmemDevice device() {
@@ -258,21 +264,6 @@ class VmIT {
 
     // ---- host set-up -------------------------------------------------------------------------------
 
-    /** Null when libvirtd answers, the hook is installed and we are root; else what is missing. */
-    private static String libvirtProblem() {
-        if (!"root".equals(System.getProperty("user.name"))) {
-            return "not running as root";
-        }
-        Result version = run(List.of("virsh", "-c", URI, "version"));
-        if (version.status != 0) {
-            return "libvirtd is unreachable at " + URI + ": " + version.output.trim();
-        }
-        if (!Files.isExecutable(Path.of("/etc/libvirt/hooks/qemu.d/50-ivcuda"))) {
-            return "the hook /etc/libvirt/hooks/qemu.d/50-ivcuda is not installed (see .ci/run)";
-        }
-        return null;
-    }
-
     private static void writeHostConfig() throws IOException {
         Path serverJar = repo.resolve("cuda-server/target/cuda-server.jar");
         assertTrue(Files.exists(serverJar), "the real cuda-server is needed: " + serverJar);
@@ -290,10 +281,6 @@ class VmIT {
         configWritten = true;
     }
 
-    private static String javaCommand() {
-        return ProcessHandle.current().info().command().orElse("java");
-    }
-
     private static void removeTestDomain() throws IOException {
         run(List.of("virsh", "-c", URI, "destroy", NAME));
         run(List.of("virsh", "-c", URI, "undefine", NAME));
@@ -301,44 +288,4 @@ class VmIT {
 
     // ---- processes ---------------------------------------------------------------------------------
 
-    private record Result(int status, String output) {
-    }
-
-    private static Result run(List<String> command) {
-        try {
-            Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-            process.getOutputStream().close();
-            String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!process.waitFor(GUEST_MS, TimeUnit.MILLISECONDS)) {
-                process.destroyForcibly();
-                return new Result(-1, String.join(" ", command) + ": timed out");
-            }
-            return new Result(process.exitValue(), output);
-        } catch (IOException e) {
-            return new Result(-1, e.getMessage());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return new Result(-1, "interrupted");
-        }
-    }
-
-    private static String virsh(String... args) {
-        List<String> command = new ArrayList<>(List.of("virsh", "-c", URI));
-        command.addAll(List.of(args));
-        Result result = run(command);
-        if (result.status != 0) {
-            throw new AssertionError(String.join(" ", command) + " failed (" + result.status + "): " + result.output.trim());
-        }
-        return result.output;
-    }
-
-    private static void waitFor(BooleanSupplier condition, long ms, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + ms * 1_000_000;
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                fail("timed out after " + ms + " ms waiting until " + what);
-            }
-            Thread.sleep(200);
-        }
-    }
 }

@@ -1,0 +1,86 @@
+package io.ivcuda.provisioner;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+/** The real libvirtd and commands the integration tests share (LifecycleIT, VmIT). */
+final class LibvirtTestHost {
+    static final String URI = "qemu:///system";
+    static final Path HOOK = Path.of("/etc/libvirt/hooks/qemu.d/50-ivcuda");
+    /** Longest a command may run: eight TCG guests plus their servers on a small CI machine. */
+    static final long COMMAND_MS = 300_000;
+
+    private LibvirtTestHost() {
+    }
+
+    record Result(int status, String output) {
+    }
+
+    static Result run(List<String> command) {
+        try {
+            Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+            process.getOutputStream().close();
+            String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!process.waitFor(COMMAND_MS, TimeUnit.MILLISECONDS)) {
+                process.destroyForcibly();
+                return new Result(-1, String.join(" ", command) + ": timed out");
+            }
+            return new Result(process.exitValue(), output);
+        } catch (IOException e) {
+            return new Result(-1, e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Result(-1, "interrupted");
+        }
+    }
+
+    /** Runs virsh on {@link #URI}; a failure fails the test with virsh's own words. */
+    static String virsh(String... args) {
+        List<String> command = new ArrayList<>(List.of("virsh", "-c", URI));
+        command.addAll(List.of(args));
+        Result result = run(command);
+        if (result.status() != 0) {
+            throw new AssertionError(String.join(" ", command) + " failed (" + result.status() + "): "
+                    + result.output().trim());
+        }
+        return result.output();
+    }
+
+    /** Null when libvirtd answers, the hook is installed and we are root; else what is missing. */
+    static String libvirtProblem() {
+        if (!"root".equals(System.getProperty("user.name"))) {
+            return "not running as root";
+        }
+        Result version = run(List.of("virsh", "-c", URI, "version"));
+        if (version.status() != 0) {
+            return "libvirtd is unreachable at " + URI + ": " + version.output().trim();
+        }
+        if (!Files.isExecutable(HOOK)) {
+            return "the hook " + HOOK + " is not installed (see .ci/run)";
+        }
+        return null;
+    }
+
+    /** The java of this test JVM, for the servers and daemons the tests start. */
+    static String javaCommand() {
+        return ProcessHandle.current().info().command().orElse("java");
+    }
+
+    static void waitFor(BooleanSupplier condition, long ms, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + ms * 1_000_000;
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                fail("timed out after " + ms + " ms waiting until " + what);
+            }
+            Thread.sleep(100);
+        }
+    }
+}
