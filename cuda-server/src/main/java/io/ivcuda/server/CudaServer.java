@@ -245,7 +245,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         return config.doorbell()
                 ? new DoorbellIdle(channels[channel], channel, doorbells, ivshmem::interruptGuest, config.waitSpinUs(),
                         config.doorbellParkTimeoutMs())
-                : new PlainIdle(config.waitSpinUs(), config.waitParkMaxUs());
+                : new PlainIdle(config.waitSpinUs(), config.waitParkMaxUs(), config.waitIdleParkMs());
     }
 
     /** Initialises the driver; failures are logged and answered to the guest's cuInit. Returns feature bits. */
@@ -339,6 +339,14 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         }
     }
 
+    /** When the watcher last attached a worker (plain mode's watch period follows it). */
+    private long lastClaimNs = System.nanoTime();
+
+    private long watchPeriod(long now) {
+        long idlePark = TimeUnit.MILLISECONDS.toNanos(config.waitIdleParkMs());
+        return idlePark > 0 && now - lastClaimNs > PlainIdle.IDLE_AFTER_NS ? idlePark : WATCH_PERIOD_NS;
+    }
+
     private void watch() {
         long nextLiveness = System.nanoTime();
         while (running) {
@@ -354,6 +362,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
                         ChannelWorker fresh = new ChannelWorker(vm, states[i], channels[i], owner, idleFor(i));
                         workers[i] = fresh;
                         fresh.start();
+                        lastClaimNs = System.nanoTime();
                     }
                 }
             }
@@ -362,8 +371,10 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
                 nextLiveness = now + TimeUnit.MILLISECONDS.toNanos(heartbeatMs());
                 checkLiveness(now);
             }
-            // doorbell: a claim's ivc_hello rings (the Doorbells unpark us); the liveness period bounds the sleep
-            LockSupport.parkNanos(config.doorbell() ? TimeUnit.MILLISECONDS.toNanos(heartbeatMs()) : WATCH_PERIOD_NS);
+            // doorbell: a claim's ivc_hello rings (the Doorbells unpark us); the liveness period bounds the sleep.
+            // plain: every millisecond while claims come, wait.idle.park.ms once none came for a while
+            // (a new guest thread's first call waits at most that long)
+            LockSupport.parkNanos(config.doorbell() ? TimeUnit.MILLISECONDS.toNanos(heartbeatMs()) : watchPeriod(now));
         }
     }
 

@@ -18,13 +18,13 @@ import org.apache.commons.configuration2.ex.ConfigurationException;
 public record ServerConfig(Path regionPath, long regionSize, String mode, String doorbellSocket, int doorbellVectors,
                            int doorbellPeerUid, int doorbellParkTimeoutMs, String gpu,
                            long memoryQuota, String backend, int channelCount, int channelWindow,
-                           int ownerTimeoutMs, long waitSpinUs, long waitParkMaxUs, Path pidfile,
+                           int ownerTimeoutMs, long waitSpinUs, long waitParkMaxUs, long waitIdleParkMs, Path pidfile,
                            String domainUuid, String domainName) {
 
     static final Set<String> KEYS = Set.of("region.path", "region.size", "mode", "doorbell.socket",
             "doorbell.vectors", "doorbell.peer.uid", "doorbell.park.timeout.ms", "gpu",
             "memory.quota", "backend", "channel.count", "channel.window", "owner.timeout.ms", "wait.spin.us",
-            "wait.park.max.us", "pidfile", "domain.uuid", "domain.name");
+            "wait.park.max.us", "wait.idle.park.ms", "pidfile", "domain.uuid", "domain.name");
 
     /** ivshmem-doorbell: the server is the VM's ivshmem server and idle workers sleep until rung. */
     public boolean doorbell() {
@@ -94,6 +94,7 @@ public record ServerConfig(Path regionPath, long regionSize, String mode, String
                 (int) r.number("channel.count", 0, 0, 4096), (int) r.number("channel.window", 0, 0, 16 << 20),
                 (int) r.number("owner.timeout.ms", 10000, 100, 3_600_000),
                 r.number("wait.spin.us", 50, 0, 1_000_000), r.number("wait.park.max.us", 1000, 1, 1_000_000),
+                r.number("wait.idle.park.ms", 20, 0, 1000),
                 pidfile == null ? null : Path.of(pidfile), r.string("domain.uuid", ""), r.string("domain.name", ""));
     }
 
