@@ -342,3 +342,73 @@ build_mock_libcuda() {
     timeout 60 gcc -O2 -std=c11 -Wall -Wextra -shared -fPIC -Wl,-soname,libcuda.so.1 -I"$CUDA_HOME/include" \
         "$REPO_ROOT/gpu/tools/mock_libcuda.c" -o "$MOCK_DIR/libcuda.so.1"
 }
+
+# ---- shared by the validation scripts (gpu/validate.sh, vm/gpu-vm.sh) --------------------------
+# They set DEADLINE_S (epoch seconds no step may outlast) and keep PROBLEMS, NATIVE_RC, EQUAL.
+
+problem() {
+    PROBLEMS+=("$*")
+    log "PROBLEM: $*"
+}
+
+# Seconds a step may still take, so the whole command ends before DEADLINE_S.
+time_left() { echo $((DEADLINE_S - $(date +%s))); }
+
+bounded_timeout() {
+    local wanted=$1 left
+    left=$(($(time_left) - 10))
+    [ "$left" -lt "$wanted" ] && wanted=$left
+    echo "$wanted"
+}
+
+# One line for the table: "ok", or why not, from rc and the program's FAIL line.
+verdict() {
+    local rc=$1 prefix=$2 first_fail guest_says
+    case "$rc" in
+        0) echo "ok" ;;
+        skipped* | not*) echo "$rc" ;;
+        124 | 137) echo "TIMEOUT" ;;
+        *)
+            first_fail=$(grep -m1 -E 'FAIL|WRONG' "$prefix.out" 2>/dev/null)
+            [ -n "$first_fail" ] || first_fail=$(grep -v '^ *$' "$prefix.err" 2>/dev/null | tail -1)
+            # The guest library explains refusals (handshake, region) on stderr as "ivcuda: ...".
+            guest_says=$(grep -m1 '^ivcuda:' "$prefix.err" 2>/dev/null | cut -c1-200)
+            [ -n "$guest_says" ] && first_fail="$first_fail; $guest_says"
+            echo "failed rc=$rc${first_fail:+: $(printf '%s' "$first_fail" | cut -c1-200 | tr '|' '/')}"
+            ;;
+    esac
+}
+
+# Compares every program's native stdout with its run the other way (log suffix $1, e.g.
+# ivcuda or vm; result codes in the associative array named $2, described as $3 in problems):
+# fills EQUAL and records problems.
+compare_with_native() {
+    local suffix=$1 where=$3 p
+    local -n other_rc=$2
+    for p in "${PROGRAMS[@]}"; do
+        if [ -f "$OUT/logs/$p.native.out" ] && [ -f "$OUT/logs/$p.$suffix.out" ]; then
+            if diff <(comparable_output "$OUT/logs/$p.native.out") <(comparable_output "$OUT/logs/$p.$suffix.out") \
+                >"$OUT/logs/$p.diff"; then
+                EQUAL[$p]="yes"
+                rm -f "$OUT/logs/$p.diff"
+            else
+                EQUAL[$p]="**NO** (logs/$p.diff)"
+            fi
+        fi
+        [ "${NATIVE_RC[$p]}" = 0 ] || problem "$p native: $(verdict "${NATIVE_RC[$p]}" "$OUT/logs/$p.native")"
+        [ "${other_rc[$p]}" = 0 ] || problem "$p $where: $(verdict "${other_rc[$p]}" "$OUT/logs/$p.$suffix")"
+        [ "${EQUAL[$p]}" = yes ] || problem "$p: outputs not equal or not both present"
+    done
+}
+
+# The report's verdict lines from PROBLEMS.
+result_lines() {
+    local msg
+    if [ "${#PROBLEMS[@]}" = 0 ]; then
+        echo "**Result: PASS**"
+    else
+        echo "**Result: FAIL** (${#PROBLEMS[@]} problems)"
+        echo
+        for msg in "${PROBLEMS[@]}"; do echo "- $msg"; done
+    fi
+}

@@ -38,40 +38,6 @@ PROBLEMS=()
 trap 'stop_server' EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
-problem() {
-    PROBLEMS+=("$*")
-    log "PROBLEM: $*"
-}
-
-# Seconds a step may still take, so the whole command ends before DEADLINE_S.
-time_left() { echo $((DEADLINE_S - $(date +%s))); }
-
-bounded_timeout() {
-    local wanted=$1 left
-    left=$(($(time_left) - 10))
-    [ "$left" -lt "$wanted" ] && wanted=$left
-    echo "$wanted"
-}
-
-# One line for the table: "ok", or why not, from rc and the program's FAIL line.
-verdict() {
-    local rc=$1 prefix=$2 first_fail guest_says
-    case "$rc" in
-        0) echo "ok" ;;
-        skipped*) echo "$rc" ;;
-        124 | 137) echo "TIMEOUT" ;;
-        *)
-            first_fail=$(grep -m1 -E 'FAIL|WRONG' "$prefix.out" 2>/dev/null)
-            [ -n "$first_fail" ] || first_fail=$(grep -v '^ *$' "$prefix.err" 2>/dev/null | tail -1)
-            first_fail=$(printf '%s' "$first_fail" | cut -c1-160 | tr '|' '/')
-            # The guest library explains refusals (handshake, region) on stderr as "ivcuda: ...".
-            guest_says=$(grep -m1 '^ivcuda:' "$prefix.err" 2>/dev/null | cut -c1-200 | tr '|' '/')
-            [ -n "$guest_says" ] && first_fail="$first_fail; $guest_says"
-            echo "failed rc=$rc${first_fail:+: $first_fail}"
-            ;;
-    esac
-}
-
 log "ivcuda GPU validation, OUT=$OUT, BUILD_DIR=$BUILD_DIR, dry run=$DRY_RUN"
 : >"$OUT/logs/ldd-ivcuda.log"
 : >"$OUT/logs/ldd-native.log"
@@ -173,20 +139,7 @@ else
             problem "server did not start (logs/server.log)"
         fi
     fi
-    for p in "${PROGRAMS[@]}"; do
-        if [ -f "$OUT/logs/$p.native.out" ] && [ -f "$OUT/logs/$p.ivcuda.out" ]; then
-            if diff <(comparable_output "$OUT/logs/$p.native.out") <(comparable_output "$OUT/logs/$p.ivcuda.out") \
-                >"$OUT/logs/$p.diff"; then
-                EQUAL[$p]="yes"
-                rm -f "$OUT/logs/$p.diff"
-            else
-                EQUAL[$p]="**NO** (logs/$p.diff)"
-            fi
-        fi
-        [ "${NATIVE_RC[$p]}" = 0 ] || problem "$p native: $(verdict "${NATIVE_RC[$p]}" "$OUT/logs/$p.native")"
-        [ "${IVCUDA_RC[$p]}" = 0 ] || problem "$p ivcuda: $(verdict "${IVCUDA_RC[$p]}" "$OUT/logs/$p.ivcuda")"
-        [ "${EQUAL[$p]}" = yes ] || problem "$p: outputs not equal or not both present"
-    done
+    compare_with_native ivcuda IVCUDA_RC ivcuda
 fi
 
 {
@@ -209,13 +162,7 @@ fi
         echo "| $p | $(verdict "${NATIVE_RC[$p]}" "$OUT/logs/$p.native") | $(verdict "${IVCUDA_RC[$p]}" "$OUT/logs/$p.ivcuda") | ${EQUAL[$p]} | ${NATIVE_WALL[$p]} | ${IVCUDA_WALL[$p]} |"
     done
     echo
-    if [ "${#PROBLEMS[@]}" = 0 ]; then
-        echo "**Result: PASS**"
-    else
-        echo "**Result: FAIL** (${#PROBLEMS[@]} problems)"
-        echo
-        for msg in "${PROBLEMS[@]}"; do echo "- $msg"; done
-    fi
+    result_lines
     echo
     echo "Logs: \`logs/<program>.{native,ivcuda}.{out,err}\`, \`logs/server.log\`, \`steps.log\`."
 } >"$REPORT"

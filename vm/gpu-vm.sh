@@ -51,18 +51,6 @@ QEMU_ARGS=()
 trap 'stop_server' EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
-problem() {
-    PROBLEMS+=("$*")
-    log "PROBLEM: $*"
-}
-time_left() { echo $((DEADLINE_S - $(date +%s))); }
-bounded_timeout() {
-    local wanted=$1 left
-    left=$(($(time_left) - 10))
-    [ "$left" -lt "$wanted" ] && wanted=$left
-    echo "$wanted"
-}
-
 # QEMU from the carry (unpacked, its own libraries first, its firmware through -L), else PATH.
 setup_qemu() {
     if [ -f "$CARRY/qemu.tar.xz" ]; then
@@ -102,22 +90,6 @@ extract_from_console() {
     RUN_RC=$(sed -n "s/^IVCUDA-TEST-END $p rc=\([0-9]*\)$/\1/p" "$clean" | tail -1)
     RUN_WALL=$(sed -n "s/^IVCUDA-TEST-TIME $p seconds=//p" "$clean" | tail -1)
     [ -n "$RUN_RC" ] || { RUN_RC="not run (no END line on the console)"; RUN_WALL="-"; }
-}
-
-verdict() {
-    local rc=$1 prefix=$2 first_fail guest_says
-    case "$rc" in
-        0) echo "ok" ;;
-        skipped* | not*) echo "$rc" ;;
-        124 | 137) echo "TIMEOUT" ;;
-        *)
-            first_fail=$(grep -m1 -E 'FAIL|WRONG' "$prefix.out" 2>/dev/null)
-            [ -n "$first_fail" ] || first_fail=$(grep -v '^ *$' "$prefix.err" 2>/dev/null | tail -1)
-            guest_says=$(grep -m1 '^ivcuda:' "$prefix.err" 2>/dev/null | cut -c1-200)
-            [ -n "$guest_says" ] && first_fail="$first_fail; $guest_says"
-            echo "failed rc=$rc${first_fail:+: $(printf '%s' "$first_fail" | cut -c1-200 | tr '|' '/')}"
-            ;;
-    esac
 }
 
 if [ "$ACCEL" = kvm ] && ! [ -w /dev/kvm ]; then
@@ -211,19 +183,7 @@ if [ "$QEMU_OK" = 1 ] && [ "$IMAGE_OK" = 1 ] && [ "$JAVA_OK" = 1 ]; then
     fi
 fi
 
-for p in "${PROGRAMS[@]}"; do
-    if [ -f "$OUT/logs/$p.native.out" ] && [ -f "$OUT/logs/$p.vm.out" ]; then
-        if diff <(comparable_output "$OUT/logs/$p.native.out") <(comparable_output "$OUT/logs/$p.vm.out") >"$OUT/logs/$p.diff"; then
-            EQUAL[$p]="yes"
-            rm -f "$OUT/logs/$p.diff"
-        else
-            EQUAL[$p]="**NO** (logs/$p.diff)"
-        fi
-    fi
-    [ "${NATIVE_RC[$p]}" = 0 ] || problem "$p native: $(verdict "${NATIVE_RC[$p]}" "$OUT/logs/$p.native")"
-    [ "${VM_RC[$p]}" = 0 ] || problem "$p in the VM: $(verdict "${VM_RC[$p]}" "$OUT/logs/$p.vm")"
-    [ "${EQUAL[$p]}" = yes ] || problem "$p: outputs not equal or not both present"
-done
+compare_with_native vm VM_RC "in the VM"
 
 {
     echo "# ivcuda GPU validation inside a VM"
@@ -246,13 +206,7 @@ done
         echo "| $p | $(verdict "${NATIVE_RC[$p]}" "$OUT/logs/$p.native") | $(verdict "${VM_RC[$p]}" "$OUT/logs/$p.vm") | ${EQUAL[$p]} | ${NATIVE_WALL[$p]} | ${VM_WALL[$p]} |"
     done
     echo
-    if [ "${#PROBLEMS[@]}" = 0 ]; then
-        echo "**Result: PASS**"
-    else
-        echo "**Result: FAIL** (${#PROBLEMS[@]} problems)"
-        echo
-        for msg in "${PROBLEMS[@]}"; do echo "- $msg"; done
-    fi
+    result_lines
     echo
     echo "Logs: \`logs/<program>.{native,vm}.{out,err}\`, \`logs/vm-console.log\`, \`logs/qemu.log\`, \`logs/server.log\`, \`steps.log\`."
 } >"$REPORT"
