@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.Assumptions;
 
 /** The real libvirtd and commands the integration tests share (LifecycleIT, VmIT). */
 final class LibvirtTestHost {
@@ -52,6 +53,26 @@ final class LibvirtTestHost {
                     + result.output().trim());
         }
         return result.output();
+    }
+
+    /**
+     * Skips the test class when libvirtd, root or the hook is missing; fails it instead under
+     * {@code IVCUDA_IT_LIBVIRT=required} (CI), so a broken set-up cannot pass as a skip.
+     */
+    static void requireLibvirt(String what) {
+        String problem = libvirtProblem();
+        if (problem == null) {
+            return;
+        }
+        if ("required".equals(System.getenv("IVCUDA_IT_LIBVIRT"))) {
+            fail("IVCUDA_IT_LIBVIRT=required but " + problem);
+        }
+        Assumptions.abort(what + " skipped: " + problem + " (set IVCUDA_IT_LIBVIRT=required to fail instead)");
+    }
+
+    /** The repository root (system property ivcuda.repo, else the module's parent). */
+    static Path repo() {
+        return Path.of(System.getProperty("ivcuda.repo", "..")).toAbsolutePath().normalize();
     }
 
     /** Null when libvirtd answers, the hook is installed and we are root; else what is missing. */

@@ -2,13 +2,11 @@ package io.ivcuda.provisioner;
 
 import static io.ivcuda.provisioner.LibvirtTestHost.URI;
 import static io.ivcuda.provisioner.LibvirtTestHost.javaCommand;
-import static io.ivcuda.provisioner.LibvirtTestHost.libvirtProblem;
 import static io.ivcuda.provisioner.LibvirtTestHost.run;
 import static io.ivcuda.provisioner.LibvirtTestHost.virsh;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import io.ivcuda.provisioner.LibvirtTestHost.Result;
 import io.ivcuda.common.DomainXml;
@@ -81,15 +79,8 @@ class LifecycleIT {
 
     @BeforeAll
     static void setUp() throws Exception {
-        boolean required = "required".equals(System.getenv("IVCUDA_IT_LIBVIRT"));
-        String problem = libvirtProblem();
-        if (problem != null) {
-            if (required) {
-                fail("IVCUDA_IT_LIBVIRT=required but " + problem);
-            }
-            Assumptions.abort("lifecycle integration test skipped: " + problem + " (set IVCUDA_IT_LIBVIRT=required to fail instead)");
-        }
-        repo = Path.of(System.getProperty("ivcuda.repo", "..")).toAbsolutePath().normalize();
+        LibvirtTestHost.requireLibvirt("lifecycle integration test");
+        repo = LibvirtTestHost.repo();
         workDir = repo.resolve("ivshmem-provisioner/target/it");
         Files.createDirectories(workDir);
         removeTestDomains();

@@ -2,7 +2,6 @@ package io.ivcuda.provisioner;
 
 import static io.ivcuda.provisioner.LibvirtTestHost.URI;
 import static io.ivcuda.provisioner.LibvirtTestHost.javaCommand;
-import static io.ivcuda.provisioner.LibvirtTestHost.libvirtProblem;
 import static io.ivcuda.provisioner.LibvirtTestHost.run;
 import static io.ivcuda.provisioner.LibvirtTestHost.virsh;
 import static io.ivcuda.provisioner.LibvirtTestHost.waitFor;
@@ -10,7 +9,6 @@ import static io.ivcuda.provisioner.LibvirtTestHost.waitFor;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import io.ivcuda.provisioner.LibvirtTestHost.Result;
 import io.ivcuda.common.DomainXml;
@@ -31,7 +29,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -69,15 +66,8 @@ class VmIT {
 
     @BeforeAll
     static void setUp() throws Exception {
-        boolean required = "required".equals(System.getenv("IVCUDA_IT_LIBVIRT"));
-        String problem = libvirtProblem();
-        if (problem != null) {
-            if (required) {
-                fail("IVCUDA_IT_LIBVIRT=required but " + problem);
-            }
-            Assumptions.abort("VM integration test skipped: " + problem + " (set IVCUDA_IT_LIBVIRT=required to fail instead)");
-        }
-        repo = Path.of(System.getProperty("ivcuda.repo", "..")).toAbsolutePath().normalize();
+        LibvirtTestHost.requireLibvirt("VM integration test");
+        repo = LibvirtTestHost.repo();
         workDir = repo.resolve("ivshmem-provisioner/target/vm-it");
         Files.createDirectories(workDir);
         removeTestDomain();
