@@ -24,6 +24,7 @@ import org.apache.logging.log4j.Logger;
  * The libvirt qemu hook for one call: {@code qemu DOMAIN OP SUBOP EXTRA} with the domain XML on stdin.
  * prepare/begin creates the region and starts the VM's server, and returns once it is READY;
  * release/end stops it and removes what belongs to the VM; reconnect/begin checks it is still there
+ * (in plain mode it starts it again on the same region if not)
  * (and always succeeds, since a failing reconnect hook kills the running VM); migrate and restore of a
  * tagged domain are refused. Never writes to stdout and never calls libvirt.
  */
@@ -173,14 +174,53 @@ final class Hook {
             return;
         }
         Mode mode = domain.currentShmem() == null ? null : domain.currentShmem().mode();
-        String why = mode == Mode.DOORBELL
-                ? "it cannot be restarted for a running VM in doorbell mode (QEMU cannot reconnect to a new ivshmem server)"
-                : "it is not restarted automatically, because guest programs using the region lose their state";
+        String problem;
+        if (mode == Mode.DOORBELL) {
+            problem = "it cannot be restarted for a running VM in doorbell mode (QEMU cannot reconnect to a new "
+                    + "ivshmem server). CUDA in this VM fails until the VM is shut down and started again";
+        } else if (!Files.exists(paths.regionFile()) || !Files.exists(paths.instanceConfig())) {
+            problem = "its region " + paths.regionFile() + " or instance configuration " + paths.instanceConfig()
+                    + " is gone, so it cannot be restarted. CUDA in this VM fails until the VM is shut down and started again";
+        } else {
+            // Plain mode: QEMU still maps the same file. A new server starts a new epoch in it: guest
+            // processes of the old server get CUDA_ERROR_DEVICE_UNAVAILABLE (their state died with it),
+            // new ones work again without restarting the VM.
+            problem = restartPlainServer(domain, paths);
+            if (problem == null) {
+                return;
+            }
+        }
         String message = "domain '" + domain.name() + "': libvirt reconnected, but its cuda-server is not running; "
-                + why + ". CUDA in this VM fails until the VM is shut down and started again. Server log: "
-                + launcher.logLocation(paths);
+                + problem + ". Server log: " + launcher.logLocation(paths);
         LOG.error(message);
         user.println("ivcuda: " + message);
+    }
+
+    /** Starts the server of a running plain-mode VM again; null when it is READY, else why not. */
+    private String restartPlainServer(DomainXml domain, InstancePaths paths) {
+        LOG.warn("{}: libvirt reconnected and its cuda-server is not running: starting it again on {} "
+                + "(guest processes of the old server lose their CUDA state)", domain.name(), paths.regionFile());
+        ServerLauncher.Started started;
+        try {
+            started = launcher.start(paths);
+        } catch (HookException e) {
+            return "restarting it failed: " + e.getMessage();
+        }
+        long deadline = System.nanoTime() + host.serverReadyTimeoutMs() * 1_000_000;
+        while (System.nanoTime() < deadline) {
+            // the old server's header still says READY: the new process must be there too
+            RegionFile.Header header = RegionFile.read(paths.regionFile());
+            if (header.isReady() && launcher.isRunning(paths)) {
+                LOG.info("{}: cuda-server restarted and ready", domain.name());
+                return null;
+            }
+            String ended = started.exitDescription();
+            if (ended != null) {
+                return "restarting it failed: the cuda-server " + ended + " before it was ready";
+            }
+            ServerProcesses.sleep(20);
+        }
+        return "restarting it failed: not ready within " + host.serverReadyTimeoutMs() + " ms (server.ready.timeout.ms)";
     }
 
     private void createRuntimeDir() throws HookException {

@@ -219,6 +219,20 @@ class HookTest {
     }
 
     @Test
+    void reconnectRestartsADeadPlainModeServerOnTheSameRegion() throws Exception {
+        assertEquals(0, hookCaptured("prepare begin"), told());
+        Path region = shm.resolve("ivcuda-" + TAGGED_UUID);
+        ServerProcesses.terminate(ServerProcesses.find(paths.instanceConfig()), 10_000);
+        assertFalse(serverRunning(), "the server died under a running VM");
+        assertEquals(0, hookCaptured("reconnect begin"), told());
+        assertTrue(serverRunning(), "reconnect started it again: " + told());
+        assertTrue(Files.exists(region), "on the region QEMU still maps");
+        assertFalse(told().contains("not running"), told());
+        assertEquals(0, hookCaptured("release end"), told());
+        assertFalse(serverRunning());
+    }
+
+    @Test
     void reconnectAlwaysSucceedsButSaysWhenTheServerIsGone() throws Exception {
         assertEquals(0, hook("reconnect begin", "tagged"));
         assertTrue(told().contains("cuda-server is not running"), told());
