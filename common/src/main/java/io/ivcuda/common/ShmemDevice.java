@@ -15,9 +15,12 @@ public record ShmemDevice(String name, Mode mode, long size, Path socket) {
 
     /**
      * {@code <msi vectors>} of a doorbell device: the cuda-server creates exactly this many eventfd
-     * pairs (QEMU refuses more); channels share them (vector = channel index mod vectors).
+     * pairs (QEMU refuses more); channel i uses vector i mod vectors. 32 is the most channels the
+     * server lays out by itself (cuda-server's Layout.DEFAULT_CHANNELS), so each channel has a
+     * vector of its own: only then may a guest thread sleep on its vector's interrupt
+     * (docs/protocol.md §8: an eventfd's count is taken by one reader).
      */
-    public static final int DOORBELL_VECTORS = 2;
+    public static final int DOORBELL_VECTORS = 32;
 
     public static ShmemDevice desired(InstancePaths paths, VmSettings settings) {
         return settings.mode() == Mode.PLAIN

@@ -131,7 +131,7 @@ class HookTest {
         assertEquals("gpuvm", instance.getProperty("domain.name"));
         assertEquals(runtime.resolve(TAGGED_UUID + ".pid").toString(), instance.getProperty("pidfile"));
         assertEquals(runtime.resolve("ivcuda-" + TAGGED_UUID + ".sock").toString(), instance.getProperty("doorbell.socket"));
-        assertEquals("2", instance.getProperty("doorbell.vectors"), "the <msi vectors> the provisioner writes");
+        assertEquals("32", instance.getProperty("doorbell.vectors"), "the <msi vectors> the provisioner writes");
         // The server writes its pidfile after it is READY (docs/architecture.md): it may lag a little.
         for (int i = 0; i < 250 && !Files.exists(paths.pidfile()); i++) {
             Thread.sleep(20);
@@ -210,7 +210,7 @@ class HookTest {
         String doorbell = domain("tagged")
                 .replace("size=\"4M\"", "mode=\"doorbell\"")
                 .replaceAll("(?s)<model type='ivshmem-plain'/>\\s*<size unit='M'>4</size>",
-                        "<model type='ivshmem-doorbell'/><server path='" + paths.doorbellSocket() + "'/><msi vectors='2' ioeventfd='on'/>");
+                        "<model type='ivshmem-doorbell'/><server path='" + paths.doorbellSocket() + "'/><msi vectors='32' ioeventfd='on'/>");
         Hook hook = new Hook(host, new DirectLauncher(host), new PrintStream(userOutput, true, StandardCharsets.UTF_8));
         assertEquals(1, hook.run(new String[] {"gpuvm", "prepare", "begin", "-"}, doorbell), told());
         assertTrue(told().contains("did not create its doorbell socket " + paths.doorbellSocket()), told());
