@@ -75,6 +75,7 @@ struct ivc_region {
     size_t size;
     char path[1200];
     char doorbell_path[1200];     /* BAR0 (resource0) of the PCI device, or "" */
+    char pci_address[64];         /* the PCI device's address (0000:00:05.0), or "" for IVCUDA_REGION */
     volatile uint8_t *doorbell;  /* mapped BAR0, or NULL */
     uint32_t doorbell_vectors;
     int doorbell_eventfds[64];    /* host loopback: the server's vector eventfds (IVCUDA_DOORBELL_EVENTFDS) */
@@ -97,6 +98,10 @@ struct ivc_region {
 /* Checks a header against the mapped size; on failure writes "FIELD found, expected"
  * into message and returns 0. */
 int ivc_region_check(const uint8_t *base, size_t mapped, char *message, size_t capacity);
+/* The first PCI device 1af4:1110 under <IVCUDA_SYSFS_ROOT or /sys>/bus/pci/devices whose
+ * BAR2 starts with the magic: its sysfs directory and BAR2 mapped. 0 with a message if none. */
+int ivc_pci_find(char *device_dir, size_t dir_capacity, uint8_t **base, size_t *size, char *message,
+                 size_t capacity);
 /* Finds, maps and validates the region (IVCUDA_REGION or the PCI scan). */
 CUresult ivc_region_open(struct ivc_region *region);
 void ivc_region_close(struct ivc_region *region);

@@ -136,7 +136,8 @@ static uint32_t msix_vectors(const char *device_dir)
     return 1;
 }
 
-static int scan_pci(struct ivc_region *region, char *message, size_t capacity)
+int ivc_pci_find(char *device_dir, size_t dir_capacity, uint8_t **base, size_t *size, char *message,
+                 size_t capacity)
 {
     const char *root = getenv("IVCUDA_SYSFS_ROOT");
     char dir_path[512];
@@ -154,32 +155,26 @@ static int scan_pci(struct ivc_region *region, char *message, size_t capacity)
         const struct dirent *entry = entries[e];
         if (entry->d_name[0] == '.')
             continue;
-        char device_dir[1100], path[1200];
-        snprintf(device_dir, sizeof device_dir, "%s/%s", dir_path, entry->d_name);
+        char dir[1100], path[1200];
+        snprintf(dir, sizeof dir, "%s/%s", dir_path, entry->d_name);
         unsigned long vendor = 0, device = 0;
-        snprintf(path, sizeof path, "%s/vendor", device_dir);
+        snprintf(path, sizeof path, "%s/vendor", dir);
         if (!read_hex_file(path, &vendor) || vendor != 0x1af4)
             continue;
-        snprintf(path, sizeof path, "%s/device", device_dir);
+        snprintf(path, sizeof path, "%s/device", dir);
         if (!read_hex_file(path, &device) || device != 0x1110)
             continue;
-        snprintf(path, sizeof path, "%s/resource2", device_dir);
-        uint8_t *base;
-        size_t size;
+        snprintf(path, sizeof path, "%s/resource2", dir);
         char why[300];
-        if (!map_file(path, &base, &size, why, sizeof why)) {
+        if (!map_file(path, base, size, why, sizeof why)) {
             snprintf(last_problem, sizeof last_problem, " (%s: %s)", path, why);
             continue;
         }
-        if (size < 8 || ivc_read64(base) != IVC_MAGIC) {
-            munmap(base, size);
+        if (*size < 8 || ivc_read64(*base) != IVC_MAGIC) {
+            munmap(*base, *size);
             continue; /* an ivshmem device used for something else */
         }
-        region->base = base;
-        region->size = size;
-        snprintf(region->path, sizeof region->path, "%s", path);
-        snprintf(region->doorbell_path, sizeof region->doorbell_path, "%s/resource0", device_dir);
-        region->doorbell_vectors = msix_vectors(device_dir);
+        snprintf(device_dir, dir_capacity, "%s", dir);
         found = 1;
     }
     for (int e = 0; e < count; e++)
@@ -189,6 +184,19 @@ static int scan_pci(struct ivc_region *region, char *message, size_t capacity)
         snprintf(message, capacity, "no region: no ivshmem device 1af4:1110 with an ivcuda region under %s%s",
                  dir_path, last_problem);
     return found;
+}
+
+static int scan_pci(struct ivc_region *region, char *message, size_t capacity)
+{
+    char device_dir[1100];
+    if (!ivc_pci_find(device_dir, sizeof device_dir, &region->base, &region->size, message, capacity))
+        return 0;
+    snprintf(region->path, sizeof region->path, "%s/resource2", device_dir);
+    snprintf(region->doorbell_path, sizeof region->doorbell_path, "%s/resource0", device_dir);
+    const char *slash = strrchr(device_dir, '/');
+    snprintf(region->pci_address, sizeof region->pci_address, "%s", slash ? slash + 1 : device_dir);
+    region->doorbell_vectors = msix_vectors(device_dir);
+    return 1;
 }
 
 /* Host loopback in doorbell mode (tests, benchmarks): there is no BAR0, but a process that
