@@ -160,6 +160,9 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         header.putLong(POOL_OFFSET, layout.poolOffset(), LE);
         header.putLong(POOL_SIZE, layout.poolSize(), LE);
         header.putInt(OWNER_TIMEOUT_MS, config.ownerTimeoutMs(), LE);
+        // The guest cannot read the MSI-X table size from config space without CAP_SYS_ADMIN
+        // (sysfs gives others its first 64 bytes): the header tells it the channel→vector modulus.
+        header.putInt(DOORBELL_VECTORS, config.doorbell() ? config.doorbellVectors() : 0, LE);
 
         if (backend == null) {
             backend = config.backend().equals("host-memory") ? new HostMemoryBackend() : new JnaCudaBackend();

@@ -76,6 +76,8 @@ class DoorbellServerTest {
     void headerSaysDoorbellAndFreeChannelsReadAsParked() {
         assertEquals(HeaderLayout.FEATURE_DOORBELL,
                 guest.header.getLong(HeaderLayout.FEATURE_BITS, FakeGuest.LE) & HeaderLayout.FEATURE_DOORBELL);
+        assertEquals(VECTORS, guest.header.getInt(HeaderLayout.DOORBELL_VECTORS, FakeGuest.LE),
+                "the header tells the guest the channel→vector modulus");
         Channel free = guest.claim(3, TOKEN);
         assertEquals(1, free.c.getIntVolatile(ChannelLayout.SERVER_PARKED), "a claimer's hello must ring");
         assertEquals(CuResult.SUCCESS, free.hello().result());

@@ -27,7 +27,8 @@ public final class HeaderLayout {
     public static final int POOL_OFFSET = 0x060;
     public static final int POOL_SIZE = 0x068;
     public static final int OWNER_TIMEOUT_MS = 0x070;
-    public static final int RESERVED = 0x074;
+    /** Doorbell mode: the device's MSI-X vectors (channel i uses vector i mod this); 0 in plain mode. */
+    public static final int DOORBELL_VECTORS = 0x074;
     public static final int GUEST_HEARTBEAT = 0x078;
     public static final int SERVER_MESSAGE = 0x100;
     public static final int SERVER_MESSAGE_SIZE = 256;
