@@ -3,7 +3,8 @@
 connects to a cuda-server's doorbell socket, reads the greeting (version, peer id, region fd,
 the server's eventfd per vector, then our own per vector) and runs a command with
 IVCUDA_DOORBELL_EVENTFDS set to the server's eventfds, so the guest library's doorbell rings the
-server as BAR0 would. The connection stays open in the command: when it exits, "QEMU" has left.
+server as BAR0 would, and IVCUDA_IRQ_EVENTFDS set to our own (the server's "MSI-X" writes), so the
+library may sleep on them as it would on ivcuda-guest-irqd's in a VM. The connection stays open in the command: when it exits, "QEMU" has left.
 
 usage: qemu_peer.py SOCKET VECTORS COMMAND [ARG...]"""
 import array
@@ -43,14 +44,19 @@ def main():
         if peer == peer_id or fd < 0:
             sys.exit("qemu_peer: expected the server's eventfd of vector %d" % v)
         server_fds.append(fd)
+    guest_fds = []
     for v in range(vectors):
         peer, fd = receive(sock)
         if peer != peer_id or fd < 0:
             sys.exit("qemu_peer: expected our own eventfd of vector %d" % v)
-    for fd in server_fds + [sock.fileno()]:
+        guest_fds.append(fd)
+    for fd in server_fds + guest_fds + [sock.fileno()]:
         os.set_inheritable(fd, True)
     sock.detach()
     os.environ["IVCUDA_DOORBELL_EVENTFDS"] = ",".join(str(fd) for fd in server_fds)
+    # the server raises "MSI-X vector v" by writing our own eventfd of v: the guest library may
+    # sleep on it (unless IVCUDA_WAIT=poll), as it would on the daemon's in a VM
+    os.environ["IVCUDA_IRQ_EVENTFDS"] = ",".join(str(fd) for fd in guest_fds)
     print("qemu_peer: peer %d, %d vectors, eventfds %s" % (peer_id, vectors, os.environ["IVCUDA_DOORBELL_EVENTFDS"]),
           file=sys.stderr)
     os.execvp(command[0], command)

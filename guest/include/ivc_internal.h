@@ -32,6 +32,7 @@
 #define IVC_HDR_POOL_OFFSET 0x060
 #define IVC_HDR_POOL_SIZE 0x068
 #define IVC_HDR_OWNER_TIMEOUT_MS 0x070
+#define IVC_HDR_DOORBELL_VECTORS 0x074
 #define IVC_HDR_GUEST_HEARTBEAT 0x078
 #define IVC_HDR_SERVER_MESSAGE 0x100
 #define IVC_HEADER_SIZE 4096u
@@ -106,6 +107,17 @@ int ivc_pci_find(char *device_dir, size_t dir_capacity, uint8_t **base, size_t *
 CUresult ivc_region_open(struct ivc_region *region);
 void ivc_region_close(struct ivc_region *region);
 void ivc_region_ring_doorbell(const struct ivc_region *region, uint32_t channel_index);
+
+/* interrupts.c (§8, §8.1): sleeping on a channel's MSI-X vector in doorbell mode */
+/* Gets the vector eventfds (daemon socket or IVCUDA_IRQ_EVENTFDS) for an opened region. */
+void ivc_interrupts_open(const struct ivc_region *region);
+/* Whether a waiter on channel_index may sleep on its vector (one of its own, source alive). */
+int ivc_interrupts_usable(uint32_t channel_index, uint32_t channel_count);
+/* Sleeps on the channel's vector up to timeout_ns: 1 interrupt, 0 timeout, -1 source lost. */
+int ivc_interrupts_wait(uint32_t channel_index, uint64_t timeout_ns);
+void ivc_interrupts_report(void);
+void ivc_interrupts_forget_process(void);
+void ivc_interrupts_stats(uint64_t *wait_count, uint64_t *woken_count);
 
 /* transport.c */
 /* The attached region, or NULL when attaching failed (CUDA_ERROR_NOT_INITIALIZED). */

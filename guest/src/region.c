@@ -71,6 +71,8 @@ int ivc_region_check(const uint8_t *base, size_t mapped, char *message, size_t c
     CHECK(pool_offset % 4096 == 0 && channels_end <= pool_offset,
           "pool_offset %" PRIu64 ", expected a multiple of 4096 at or after the channel table's end %" PRIu64,
           pool_offset, channels_end);
+    uint32_t vectors = ivc_read32(base + IVC_HDR_DOORBELL_VECTORS);
+    CHECK(vectors <= 2048, "doorbell_vectors %u, expected at most 2048 (the MSI-X table's limit)", vectors);
     uint64_t pool_size = ivc_read64(base + IVC_HDR_POOL_SIZE);
     CHECK(pool_offset <= region_size && pool_size <= region_size - pool_offset,
           "pool_size %" PRIu64 ", expected at most %" PRIu64 " (region_size - pool_offset)", pool_size,
@@ -264,6 +266,9 @@ CUresult ivc_region_open(struct ivc_region *region)
     region->pool_size = ivc_read64(h + IVC_HDR_POOL_SIZE);
     if ((region->feature_bits & IVC_FEATURE_DOORBELL) && file != NULL && file[0] != '\0')
         loopback_eventfds(region);
+    uint32_t header_vectors = ivc_read32(h + IVC_HDR_DOORBELL_VECTORS);
+    if ((region->feature_bits & IVC_FEATURE_DOORBELL) && header_vectors != 0)
+        region->doorbell_vectors = header_vectors; /* the server's modulus; config space needs root */
     if ((region->feature_bits & IVC_FEATURE_DOORBELL) && region->doorbell_eventfd_count == 0) {
         uint8_t *bar0;
         size_t bar0_size;

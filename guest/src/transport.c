@@ -82,33 +82,24 @@ struct waiter {
     uint64_t last_beat;
     uint64_t last_beat_at;
     uint64_t sleep;
+    int interruptible; /* may sleep on the channel's MSI-X vector once the spin phase is over */
 };
 
-static void waiter_init(struct waiter *w)
+/* How long one interrupt sleep lasts at most: the server's liveness is checked between. */
+#define INTERRUPT_SLEEP_NS 100000000ULL
+
+static void waiter_init(struct waiter *w, const struct ivc_channel *ch, int interruptible)
 {
     w->start = now_ns();
     w->last_beat = ivc_load64(region.base + IVC_HDR_SERVER_HEARTBEAT);
     w->last_beat_at = w->start;
     w->sleep = 1000;
+    w->interruptible = interruptible && ivc_interrupts_usable(ch->index, region.channel_count);
 }
 
-/* One backoff step: spin, then yield, then sleep (capped); checks the server is alive. */
-static CUresult waiter_pause(struct waiter *w, struct ivc_channel *ch, const char *what)
+/* Whether the server is still there to answer (state, epoch, heartbeat): §7 liveness. */
+static CUresult waiter_check(struct waiter *w, struct ivc_channel *ch, const char *what, uint64_t now)
 {
-    uint64_t now = now_ns();
-    uint64_t waited = now - w->start;
-    if (waited < SPIN_NS) {
-        __builtin_ia32_pause();
-        return CUDA_SUCCESS;
-    }
-    if (waited < YIELD_NS) {
-        sched_yield();
-    } else {
-        struct timespec t = {0, (long)w->sleep};
-        nanosleep(&t, NULL);
-        if (w->sleep < SLEEP_CAP_NS)
-            w->sleep = w->sleep * 2 > SLEEP_CAP_NS ? SLEEP_CAP_NS : w->sleep * 2;
-    }
     uint32_t state = ivc_load32(region.base + IVC_HDR_SERVER_STATE);
     uint32_t epoch = ivc_load32(region.base + IVC_HDR_EPOCH);
     uint64_t beat = ivc_load64(region.base + IVC_HDR_SERVER_HEARTBEAT);
@@ -141,15 +132,60 @@ static CUresult waiter_pause(struct waiter *w, struct ivc_channel *ch, const cha
     return CUDA_SUCCESS;
 }
 
-#define WAIT_UNTIL(condition, ch, what)                          \
-    do {                                                         \
-        struct waiter w_;                                        \
-        waiter_init(&w_);                                        \
-        while (!(condition)) {                                   \
-            CUresult r_ = waiter_pause(&w_, (ch), (what));       \
-            if (r_ != CUDA_SUCCESS)                              \
-                return r_;                                       \
-        }                                                        \
+/* One backoff step: spin, then yield, then sleep (capped); checks the server is alive. */
+static CUresult waiter_pause(struct waiter *w, struct ivc_channel *ch, const char *what)
+{
+    uint64_t now = now_ns();
+    uint64_t waited = now - w->start;
+    if (waited < SPIN_NS) {
+        __builtin_ia32_pause();
+        return CUDA_SUCCESS;
+    }
+    if (waited < YIELD_NS) {
+        sched_yield();
+    } else {
+        struct timespec t = {0, (long)w->sleep};
+        nanosleep(&t, NULL);
+        if (w->sleep < SLEEP_CAP_NS)
+            w->sleep = w->sleep * 2 > SLEEP_CAP_NS ? SLEEP_CAP_NS : w->sleep * 2;
+    }
+    return waiter_check(w, ch, what, now);
+}
+
+/* Whether the next step sleeps on the interrupt: an interrupt path and the spin phase over. */
+static int waiter_sleeps(const struct waiter *w)
+{
+    return w->interruptible && now_ns() - w->start >= SPIN_NS;
+}
+
+/* Sleeps on the channel's vector (guest_waiting is 1 and the condition was false after it). */
+static CUresult waiter_block(struct waiter *w, struct ivc_channel *ch, const char *what)
+{
+    if (ivc_interrupts_wait(ch->index, INTERRUPT_SLEEP_NS) < 0)
+        w->interruptible = 0; /* the daemon stopped: poll from now on */
+    return waiter_check(w, ch, what, now_ns());
+}
+
+/* Waits for the server to make `condition` true. An interruptible wait (the server raises
+ * the vector after publishing resp_seq or server_chunk) sleeps on the interrupt after the
+ * spin phase, by §8's rule: store guest_waiting = 1, full fence, check again, sleep. */
+#define WAIT_UNTIL(condition, ch, what, interruptible)                        \
+    do {                                                                     \
+        struct waiter w_;                                                    \
+        waiter_init(&w_, (ch), (interruptible));                             \
+        while (!(condition)) {                                               \
+            CUresult r_;                                                     \
+            if (waiter_sleeps(&w_)) {                                        \
+                ivc_store32((ch)->base + IVC_CH_GUEST_WAITING, 1);           \
+                __atomic_thread_fence(__ATOMIC_SEQ_CST);                     \
+                r_ = (condition) ? CUDA_SUCCESS : waiter_block(&w_, (ch), (what)); \
+                ivc_store32((ch)->base + IVC_CH_GUEST_WAITING, 0);           \
+            } else {                                                         \
+                r_ = waiter_pause(&w_, (ch), (what));                        \
+            }                                                                \
+            if (r_ != CUDA_SUCCESS)                                          \
+                return r_;                                                   \
+        }                                                                    \
     } while (0)
 
 static void ring_doorbell_if_parked(struct ivc_channel *ch)
@@ -219,6 +255,7 @@ static CUresult attach_locked(void)
     }
     if (token == 0)
         token = new_token();
+    ivc_interrupts_open(&region);
     attached = 1;
     return CUDA_SUCCESS;
 }
@@ -406,6 +443,7 @@ static void process_exit(void)
     }
     if (!ch->broken)
         simple_call(ch, IVC_OP_ivc_process_exit, "ivc_process_exit");
+    ivc_interrupts_report();
     pthread_mutex_lock(&state_lock);
     heartbeat_running = 0;
     for (uint32_t i = 0; i < region.channel_count; i++) {
@@ -438,6 +476,7 @@ static void fork_child(void)
 void ivc_transport_forget_process(void)
 {
     ivc_cache_clear();
+    ivc_interrupts_forget_process();
     ivc_memory_forget_process();
     ivc_module_forget_process();
     ivc_launch_forget_process();
@@ -575,7 +614,7 @@ CUresult ivc_publish(struct ivc_call *call)
 CUresult ivc_await(struct ivc_call *call)
 {
     struct ivc_channel *ch = call->channel;
-    WAIT_UNTIL(ivc_load64(ch->base + IVC_CH_RESP_SEQ) == call->seq, ch, call->name);
+    WAIT_UNTIL(ivc_load64(ch->base + IVC_CH_RESP_SEQ) == call->seq, ch, call->name, 1);
     int32_t result = (int32_t)ivc_read32(ch->response);
     uint32_t length = ivc_read32(ch->response + 4);
     uint64_t seq = ivc_read64(ch->response + 8);
@@ -639,7 +678,7 @@ CUresult ivc_async(struct ivc_call *call)
      * does not already prove there is room (the head only moves forward). */
     if (tail + pad + total - ch->ring_head_seen > size) {
         WAIT_UNTIL(tail + pad + total - (ch->ring_head_seen = ivc_load64(ch->base + IVC_CH_RING_HEAD)) <= size, ch,
-                   "ring space");
+                   "ring space", 0); /* the server raises no interrupt for ring_head */
     }
     if (pad != 0) {
         ivc_write32(ch->ring + position, (uint32_t)pad);
@@ -712,7 +751,7 @@ CUresult ivc_stream_to_server(struct ivc_call *call, const void *source, size_t 
         uint64_t c = ch->chunk;
         size_t n = size - done < half ? size - done : half;
         /* slot c%2 is free once the server consumed chunk c-2 (server_chunk >= c-1) */
-        WAIT_UNTIL(ivc_load64(ch->base + IVC_CH_SERVER_CHUNK) + 1 >= c, ch, "a window slot");
+        WAIT_UNTIL(ivc_load64(ch->base + IVC_CH_SERVER_CHUNK) + 1 >= c, ch, "a window slot", 1);
         copy_chunk(ch->window + (c % 2) * half, from + done, n);
         ch->chunk = c + 1;
         ivc_store64(ch->base + IVC_CH_GUEST_CHUNK, c + 1);
@@ -730,7 +769,7 @@ CUresult ivc_stream_from_server(struct ivc_call *call, void *destination, size_t
     for (size_t done = 0; done < size;) {
         uint64_t c = ch->chunk;
         size_t n = size - done < half ? size - done : half;
-        WAIT_UNTIL(ivc_load64(ch->base + IVC_CH_SERVER_CHUNK) >= c + 1, ch, "a filled window slot");
+        WAIT_UNTIL(ivc_load64(ch->base + IVC_CH_SERVER_CHUNK) >= c + 1, ch, "a filled window slot", 1);
         copy_chunk(to + done, ch->window + (c % 2) * half, n);
         ch->chunk = c + 1;
         ivc_store64(ch->base + IVC_CH_GUEST_CHUNK, c + 1);

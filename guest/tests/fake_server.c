@@ -38,6 +38,7 @@ void fake_write_header(uint8_t *base, uint64_t region_size)
     ivc_write32(base + IVC_HDR_HOST_DRIVER_VERSION, 13000);
     ivc_write32(base + IVC_HDR_API_VERSION, IVC_API_VERSION);
     ivc_write64(base + IVC_HDR_FEATURE_BITS, IVC_FEATURE_POOL_REGISTERED | fake.extra_features);
+    ivc_write32(base + IVC_HDR_DOORBELL_VECTORS, fake.doorbell_vectors);
     ivc_write64(base + IVC_HDR_API_HASH, IVC_API_HASH);
     ivc_write32(base + IVC_HDR_CHANNEL_COUNT, FAKE_CHANNELS);
     ivc_write32(base + IVC_HDR_CHANNEL_STRIDE, FAKE_STRIDE);
@@ -123,6 +124,18 @@ static void wait_guest_chunk(uint8_t *ch, uint64_t at_least)
         sched_yield();
 }
 
+/* §8: store, full fence, load guest_waiting; raise the channel's vector if it is 1. */
+static void published(uint8_t *ch, int i)
+{
+    int count = atomic_load(&fake.interrupt_count);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (count > 0 && ivc_load32(ch + IVC_CH_GUEST_WAITING) == 1) {
+        uint64_t one = 1;
+        if (write(fake.interrupt_fds[i % count], &one, sizeof one) == sizeof one)
+            atomic_fetch_add(&fake.interrupts_raised, 1);
+    }
+}
+
 /* Host→device through the window: consume every chunk (also when failing, §6). */
 static void receive_stream(int i, uint8_t *to, uint64_t size)
 {
@@ -136,6 +149,7 @@ static void receive_stream(int i, uint8_t *to, uint64_t size)
             memcpy(to + done, window + (c % 2) * (FAKE_WINDOW / 2), n);
         s->chunk = c + 1;
         ivc_store64(ch + IVC_CH_SERVER_CHUNK, c + 1);
+        published(ch, i);
         done += n;
     }
 }
@@ -154,6 +168,7 @@ static void send_stream(int i, const uint8_t *from, uint64_t size)
             memset(window + (c % 2) * (FAKE_WINDOW / 2), 0, n);
         s->chunk = c + 1;
         ivc_store64(ch + IVC_CH_SERVER_CHUNK, c + 1);
+        published(ch, i);
         done += n;
     }
 }
@@ -391,7 +406,11 @@ static void serve(int i)
     ivc_write32(response + 4, (uint32_t)out.length);
     ivc_write64(response + 8, seq);
     s->last_seq = seq;
+    int delay = atomic_load(&fake.response_delay_us);
+    if (delay > 0)
+        usleep((useconds_t)delay);
     ivc_store64(ch + IVC_CH_RESP_SEQ, seq);
+    published(ch, i);
 }
 
 static void *server_main(void *unused)

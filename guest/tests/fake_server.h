@@ -35,6 +35,13 @@ struct fake_state {
     atomic_uint last_hello_pid;
     atomic_int parked;              /* 1: claim server_parked on every channel (doorbell mode) */
     uint64_t extra_features;        /* feature bits added to the header */
+    uint32_t doorbell_vectors;      /* header doorbell_vectors */
+    /* §8 host → guest: after publishing resp_seq/server_chunk, if guest_waiting == 1,
+     * write interrupt_fds[channel % interrupt_count] (the guest's MSI-X eventfds) */
+    int interrupt_fds[FAKE_CHANNELS];
+    atomic_int interrupt_count;
+    atomic_int interrupts_raised;
+    atomic_int response_delay_us;   /* each response waits this long (lets the guest's spin phase end) */
 };
 
 extern struct fake_state fake;

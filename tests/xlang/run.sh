@@ -77,8 +77,33 @@ expect_ok "hostile guest" "$work/hostile" "$region"
 if kill -0 "$server_pid" 2>/dev/null; then pass "server alive after all of it"; else fail "server died"; fi
 expect_ok "normal program after the hostile one" "$work/xfer" copy 4097 2
 
+# Doorbell mode (§8): the server is the ivshmem server on a socket; qemu_peer.py connects as QEMU
+# and hands the guest library the server's vector eventfds (its "BAR0") and its own (the
+# "MSI-X" vectors the server raises), so the library rings and sleeps as it would in a VM.
+doorbell_region=/dev/shm/ivcuda-xlang-doorbell-$$
+socket=$work/doorbell.sock
+java -jar cuda-server/target/cuda-server.jar \
+    --set region.path="$doorbell_region" --set region.size=268435456 --set backend=host-memory \
+    --set mode=doorbell --set doorbell.socket="$socket" --set doorbell.vectors=32 --set channel.count=32 \
+    --set domain.name=xlang-doorbell >"$work/doorbell.log" 2>&1 &
+doorbell_pid=$!
+for _ in $(seq 100); do [ -S "$socket" ] && break; sleep 0.1; done
+if out=$(IVCUDA_DEBUG=1 IVCUDA_REGION=$doorbell_region timeout 300 \
+        python3 bench/idle/qemu_peer.py "$socket" 32 "$work/xfer" copy 16777216 4 2>&1) \
+    && woken=$(echo "$out" | sed -n 's/.*woken by an interrupt: \([0-9]*\).*/\1/p' | head -1) && [ "${woken:-0}" -gt 0 ]; then
+    pass "doorbell: 16 MiB copies in 4 threads, the guest slept on its vectors (woken $woken times)"
+else
+    fail "doorbell with interrupts: $(echo "$out" | grep -v '^ivcuda\[' | tail -3) $(echo "$out" | grep -m1 'interrupt waits')"
+fi
+# QEMU left (qemu_peer's command exited): the server stops cleanly
+for _ in $(seq 100); do kill -0 $doorbell_pid 2>/dev/null || break; sleep 0.1; done
+if ! kill -0 $doorbell_pid 2>/dev/null && wait $doorbell_pid; then pass "doorbell server exited 0 after its peer left"; else
+    fail "doorbell server after its peer left: $(tail -3 "$work/doorbell.log")"; kill $doorbell_pid 2>/dev/null; fi
+rm -f "$doorbell_region"
+
 if [ $failed -gt 0 ]; then
     echo "--- server log (tail)"; tail -40 "$work/server.log"
+    echo "--- doorbell server log (tail)"; tail -20 "$work/doorbell.log"
 fi
 echo "xlang: $passed passed, $failed failed"
 [ $failed -eq 0 ]

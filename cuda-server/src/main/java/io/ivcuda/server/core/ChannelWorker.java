@@ -184,6 +184,7 @@ public final class ChannelWorker implements Runnable {
             channel.putLongRelease(RING_HEAD, state.ringHead);
             channel.putLongRelease(SERVER_CHUNK, state.serverChunk);
             channel.putLongRelease(RESP_SEQ, state.lastSeq);
+            idle.published(); // a guest sleeping on its interrupt learns at once
         }
         channel.putIntRelease(ATTACHED, 0);
     }

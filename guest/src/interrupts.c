@@ -1,0 +1,254 @@
+/* Host → guest interrupts in doorbell mode (docs/protocol.md §8, §8.1): where the guest
+ * has a path to the device's MSI-X vectors, a thread waiting for the server sleeps on its
+ * channel's vector instead of polling. The eventfds come from ivcuda-guest-irqd over its
+ * socket (a vfio device has one owner, so a daemon owns it and shares the eventfds), or,
+ * on the host loopback (tests, benchmarks), from IVCUDA_IRQ_EVENTFDS=<fd>,<fd>,... in
+ * vector order, inherited from a process that connected to the server as QEMU does.
+ * IVCUDA_WAIT=poll turns this off. Anything unexpected: say why once and poll. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ivc_api.h"
+#include "ivc_internal.h"
+
+#define IRQ_SOCKET_DEFAULT "/run/ivcuda/irq.sock"
+#define IRQ_MESSAGE_SIZE 48
+#define IRQ_MAX_VECTORS 64
+
+static int vector_fds[IRQ_MAX_VECTORS];
+static uint32_t vector_count; /* 0: no interrupts, poll */
+static int daemon_socket = -1;
+static atomic_int source_lost;
+static atomic_uint_fast64_t waits;
+static atomic_uint_fast64_t woken;
+
+static void close_all(void)
+{
+    for (uint32_t v = 0; v < vector_count; v++)
+        close(vector_fds[v]);
+    vector_count = 0;
+    if (daemon_socket >= 0)
+        close(daemon_socket);
+    daemon_socket = -1;
+}
+
+static int set_nonblocking(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+    return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
+}
+
+static void from_environment(const char *list)
+{
+    const char *p = list;
+    uint32_t n = 0;
+    while (*p != '\0') {
+        char *end;
+        errno = 0;
+        long fd = strtol(p, &end, 10);
+        if (end == p || errno != 0 || fd < 0 || fd > 1 << 20 || (*end != ',' && *end != '\0')
+            || n == IRQ_MAX_VECTORS || !set_nonblocking((int)fd)) {
+            ivc_log("IVCUDA_IRQ_EVENTFDS=%s: not a list of at most %d open descriptors; polling", list,
+                    IRQ_MAX_VECTORS);
+            return; /* the descriptors are the parent's: not ours to close */
+        }
+        vector_fds[n++] = (int)fd;
+        p = *end == ',' ? end + 1 : end;
+    }
+    vector_count = n;
+}
+
+/* Reads the daemon's one message; on success vector_fds/vector_count hold its eventfds. */
+static int receive(int sock, const struct ivc_region *region, const char *path)
+{
+    uint8_t message[IRQ_MESSAGE_SIZE];
+    union {
+        struct cmsghdr header;
+        char space[CMSG_SPACE(sizeof(int) * IRQ_MAX_VECTORS)];
+    } control;
+    struct iovec iov = {message, sizeof message};
+    struct msghdr msg = {0};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.space;
+    msg.msg_controllen = sizeof control.space;
+    ssize_t n;
+    do
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+    while (n < 0 && errno == EINTR);
+    int fds[IRQ_MAX_VECTORS];
+    uint32_t fd_count = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            if (fd_count < IRQ_MAX_VECTORS)
+                fds[fd_count++] = fd;
+            else
+                close(fd);
+        }
+    }
+    const char *why = NULL;
+    char detail[200];
+    uint32_t vectors = n == IRQ_MESSAGE_SIZE ? ivc_read32(message + 8) : 0;
+    char address[33];
+    memcpy(address, message + 16, 32);
+    address[32] = '\0';
+    if (n != IRQ_MESSAGE_SIZE) {
+        snprintf(detail, sizeof detail, "message of %zd bytes, expected %d", n, IRQ_MESSAGE_SIZE);
+        why = detail;
+    } else if (memcmp(message, "IVCIRQ01", 8) != 0) {
+        why = "magic is not IVCIRQ01";
+    } else if (msg.msg_flags & MSG_CTRUNC) {
+        why = "more descriptors than 64 attached";
+    } else if (vectors < 1 || vectors > IRQ_MAX_VECTORS || vectors != fd_count) {
+        snprintf(detail, sizeof detail, "vectors %" PRIu32 " with %" PRIu32 " descriptors attached, expected 1..%d and equal",
+                 vectors, fd_count, IRQ_MAX_VECTORS);
+        why = detail;
+    } else if (memchr(message + 16, '\0', 32) == NULL || strcmp(address, region->pci_address) != 0) {
+        snprintf(detail, sizeof detail, "device %.32s, but the region is on %s", address, region->pci_address);
+        why = detail;
+    } else if (region->doorbell_vectors != 0 && vectors != region->doorbell_vectors) {
+        snprintf(detail, sizeof detail, "%" PRIu32 " vectors, but the server uses %" PRIu32, vectors,
+                 region->doorbell_vectors);
+        why = detail;
+    }
+    for (uint32_t i = 0; why == NULL && i < fd_count; i++)
+        if (!set_nonblocking(fds[i]))
+            why = "an attached descriptor cannot be made non-blocking";
+    if (why != NULL) {
+        ivc_log("interrupt socket %s: %s; polling", path, why);
+        for (uint32_t i = 0; i < fd_count; i++)
+            close(fds[i]);
+        return 0;
+    }
+    memcpy(vector_fds, fds, sizeof(int) * fd_count);
+    vector_count = fd_count;
+    return 1;
+}
+
+static void from_daemon(const struct ivc_region *region)
+{
+    const char *path = getenv("IVCUDA_IRQ_SOCKET");
+    if (path == NULL || path[0] == '\0')
+        path = IRQ_SOCKET_DEFAULT;
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof address.sun_path) {
+        ivc_log("IVCUDA_IRQ_SOCKET=%s: longer than a socket path may be; polling", path);
+        return;
+    }
+    strcpy(address.sun_path, path);
+    int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (sock < 0)
+        return;
+    if (connect(sock, (struct sockaddr *)&address, sizeof address) != 0) {
+        /* no daemon is the normal case of a guest without an interrupt path */
+        if (errno == ENOENT || errno == ECONNREFUSED)
+            ivc_trace("interrupt socket %s: %s; polling", path, strerror(errno));
+        else
+            ivc_log("interrupt socket %s: %s; polling", path, strerror(errno));
+        close(sock);
+        return;
+    }
+    struct timeval limit = {1, 0}; /* a daemon that accepts and says nothing must not hang cuInit */
+    setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    if (!receive(sock, region, path)) {
+        close(sock);
+        return;
+    }
+    daemon_socket = sock;
+}
+
+void ivc_interrupts_open(const struct ivc_region *region)
+{
+    close_all();
+    atomic_store(&source_lost, 0);
+    const char *wait = getenv("IVCUDA_WAIT");
+    if (!(region->feature_bits & IVC_FEATURE_DOORBELL) || (wait != NULL && strcmp(wait, "poll") == 0))
+        return;
+    const char *source;
+    const char *list = getenv("IVCUDA_IRQ_EVENTFDS");
+    if (region->pci_address[0] == '\0') {
+        if (list == NULL || list[0] == '\0')
+            return;
+        from_environment(list);
+        source = "IVCUDA_IRQ_EVENTFDS";
+    } else {
+        from_daemon(region);
+        source = getenv("IVCUDA_IRQ_SOCKET") && getenv("IVCUDA_IRQ_SOCKET")[0] ? getenv("IVCUDA_IRQ_SOCKET")
+                                                                               : IRQ_SOCKET_DEFAULT;
+    }
+    if (vector_count != 0 && region->doorbell_vectors != 0 && vector_count != region->doorbell_vectors) {
+        ivc_log("%s: %" PRIu32 " vectors, but the server uses %" PRIu32 "; polling", source, vector_count,
+                region->doorbell_vectors);
+        vector_count = 0; /* inherited descriptors stay open: not ours to close */
+    }
+    if (vector_count != 0)
+        ivc_trace("interrupts: %" PRIu32 " MSI-X vectors from %s (device %s)", vector_count, source,
+                  region->pci_address[0] ? region->pci_address : "none, host loopback");
+}
+
+/* At process exit (IVCUDA_DEBUG): how the waits went. The descriptors stay open: other
+ * threads may still be waiting, and the exit closes them anyway. */
+void ivc_interrupts_report(void)
+{
+    if (vector_count != 0)
+        ivc_trace("interrupt waits: %" PRIuFAST64 ", woken by an interrupt: %" PRIuFAST64, atomic_load(&waits),
+                  atomic_load(&woken));
+}
+
+void ivc_interrupts_forget_process(void)
+{
+    /* a forked child keeps the descriptors (its channels, hence vectors, differ from the
+     * parent's); the counters were the parent's */
+    atomic_store(&waits, 0);
+    atomic_store(&woken, 0);
+}
+
+int ivc_interrupts_usable(uint32_t channel_index, uint32_t channel_count)
+{
+    uint32_t vectors = vector_count;
+    if (vectors == 0 || atomic_load_explicit(&source_lost, memory_order_relaxed))
+        return 0;
+    /* §8: only channel v, v + vectors, ... share vector v; sleep only on a vector of one's own */
+    return channel_index % vectors + vectors >= channel_count;
+}
+
+int ivc_interrupts_wait(uint32_t channel_index, uint64_t timeout_ns)
+{
+    int fd = vector_fds[channel_index % vector_count];
+    struct pollfd fds[2] = {{fd, POLLIN, 0}, {daemon_socket, POLLIN, 0}};
+    atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);
+    int ready = poll(fds, daemon_socket >= 0 ? 2 : 1, (int)(timeout_ns / 1000000));
+    if (ready > 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+        /* the daemon never writes: anything readable is its end (it stopped) */
+        if (!atomic_exchange(&source_lost, 1))
+            ivc_log("interrupt daemon closed its socket: polling from now on");
+        return -1;
+    }
+    if (ready > 0 && (fds[0].revents & POLLIN)) {
+        uint64_t count;
+        ssize_t n = read(fd, &count, sizeof count); /* take the count: the next wait blocks again */
+        (void)n;
+        atomic_fetch_add_explicit(&woken, 1, memory_order_relaxed);
+        return 1;
+    }
+    return 0;
+}
+
+void ivc_interrupts_stats(uint64_t *wait_count, uint64_t *woken_count)
+{
+    *wait_count = atomic_load(&waits);
+    *woken_count = atomic_load(&woken);
+}
