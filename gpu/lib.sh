@@ -15,6 +15,11 @@
 #   REGION_SIZE            region bytes [1073741824]
 #   SERVER_JAR             [cuda-server/target/cuda-server.jar]
 #   SERVER_EXTRA_ARGS      more `--set key=value` for the server (word-split)
+#   IVCUDA_MODE            plain or doorbell [plain]: in doorbell mode the server is an ivshmem
+#                          server and each ivcuda run happens under bench/idle/qemu_peer.py, which
+#                          connects as QEMU does and hands the guest library the doorbell and
+#                          interrupt eventfds; the server stops when that peer leaves, so
+#                          start_server comes before each run
 #   PROGRAM_TIMEOUT_S      per program run [120]
 #   IVCUDA_COMMIT          the commit to stamp when the tree has no git metadata
 #   LIBCUDA_LINK_DIR       a directory with a libcuda.so to link against [the toolkit's stubs]
@@ -28,6 +33,9 @@ GPU_ARCH=${GPU_ARCH:-sm_90}
 BUILD_DIR=${BUILD_DIR:-$(mktemp -d /tmp/ivcuda-gpu.XXXXXX)}
 REGION_PATH=${REGION_PATH:-/dev/shm/ivcuda-gpu-test}
 REGION_SIZE=${REGION_SIZE:-1073741824}
+IVCUDA_MODE=${IVCUDA_MODE:-plain}
+DOORBELL_SOCKET=${BUILD_DIR}/doorbell.sock
+DOORBELL_VECTORS=32
 SERVER_JAR=${SERVER_JAR:-$REPO_ROOT/cuda-server/target/cuda-server.jar}
 SERVER_EXTRA_ARGS=${SERVER_EXTRA_ARGS:-}
 PROGRAM_TIMEOUT_S=${PROGRAM_TIMEOUT_S:-120}
@@ -254,9 +262,15 @@ start_server() {
         REGION_PATH=$BUILD_DIR/ivcuda-region
         rm -f "$REGION_PATH"
     fi
+    local mode_args=()
+    if [ "$IVCUDA_MODE" = doorbell ]; then
+        rm -f "$DOORBELL_SOCKET"
+        mode_args=(--set mode=doorbell --set "doorbell.socket=$DOORBELL_SOCKET"
+                   --set "doorbell.vectors=$DOORBELL_VECTORS" --set "channel.count=$DOORBELL_VECTORS")
+    fi
     # shellcheck disable=SC2086 # SERVER_EXTRA_ARGS is a list of --set options on purpose
     timeout -s TERM -k 10 "$max_s" java -jar "$SERVER_JAR" --set "region.path=$REGION_PATH" \
-        --set "region.size=$REGION_SIZE" "$@" $SERVER_EXTRA_ARGS >>"$OUT/logs/server.log" 2>&1 &
+        --set "region.size=$REGION_SIZE" "${mode_args[@]}" "$@" $SERVER_EXTRA_ARGS >>"$OUT/logs/server.log" 2>&1 &
     SERVER_PID=$!
     log "server: started (pid $SERVER_PID), waiting for READY in $REGION_PATH"
     local waited=0
@@ -311,8 +325,10 @@ run_program() {
     shift 3
     t0=$(now_s)
     if [ "$mode" = ivcuda ]; then
-        IVCUDA_REGION=$REGION_PATH LD_LIBRARY_PATH=$GUEST_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-            timeout -k 5 "$PROGRAM_TIMEOUT_S" "$prog" "$@" >"$prefix.out" 2>"$prefix.err"
+        local peer=()
+        [ "$IVCUDA_MODE" = doorbell ] && peer=(python3 "$REPO_ROOT/bench/idle/qemu_peer.py" "$DOORBELL_SOCKET" "$DOORBELL_VECTORS")
+        IVCUDA_REGION=$REGION_PATH LD_LIBRARY_PATH=$GUEST_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} IVCUDA_STATS=1 \
+            timeout -k 5 "$PROGRAM_TIMEOUT_S" "${peer[@]}" "$prog" "$@" >"$prefix.out" 2>"$prefix.err"
     else
         timeout -k 5 "$PROGRAM_TIMEOUT_S" "$prog" "$@" >"$prefix.out" 2>"$prefix.err"
     fi

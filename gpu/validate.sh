@@ -123,6 +123,10 @@ else
     if [ "$GUEST_OK" = 1 ] && [ "$JAVA_OK" = 1 ]; then
         if start_server $(($(time_left) + 30)); then
             for p in "${PROGRAMS[@]}"; do
+                # doorbell: the server stops when its peer (this run's qemu_peer) leaves
+                if [ "$IVCUDA_MODE" = doorbell ] && [ -z "$SERVER_PID" ]; then
+                    start_server $(($(time_left) + 30)) || { IVCUDA_RC[$p]="skipped (server did not start)"; continue; }
+                fi
                 [ -x "$BIN/$p" ] || { IVCUDA_RC[$p]="skipped (not built)"; continue; }
                 check_guest_is_loaded "$BIN/$p" || { IVCUDA_RC[$p]="skipped (guest library not loaded)"; continue; }
                 t=$(bounded_timeout "$IVCUDA_TIMEOUT_S")
@@ -132,7 +136,8 @@ else
                 fi
                 PROGRAM_TIMEOUT_S=$t run_program ivcuda "$BIN/$p" "$OUT/logs/$p.ivcuda" "$KERNELS"
                 IVCUDA_RC[$p]=$RUN_RC; IVCUDA_WALL[$p]=$RUN_WALL
-                log "ivcuda $p: rc=$RUN_RC wall=${RUN_WALL}s"
+                log "ivcuda $p: rc=$RUN_RC wall=${RUN_WALL}s $(grep -m1 'interrupt waits' "$OUT/logs/$p.ivcuda.err")"
+                [ "$IVCUDA_MODE" = doorbell ] && stop_server
             done
             stop_server
         else
@@ -153,6 +158,7 @@ fi
     echo "| mode | $([ "$DRY_RUN" = 1 ] && echo "dry run: no GPU; the native column is the CPU mock of libcuda (gpu/tools/mock_libcuda.c), which checks only the programs' own logic" || echo "native vs ivcuda") |"
     echo "| guest library | ${GUEST_LIB_DIR:-not built}/libcuda.so.1 |"
     echo "| region | $REGION_PATH, $REGION_SIZE bytes |"
+    echo "| server mode | $IVCUDA_MODE$([ "$IVCUDA_MODE" = doorbell ] && echo ": each ivcuda run under bench/idle/qemu_peer.py (doorbell rings and interrupt eventfds), a server per run") |"
     echo
     echo "Outputs are compared without their \`time:\` and \`info:\` lines."
     echo

@@ -199,11 +199,15 @@ void ivc_interrupts_open(const struct ivc_region *region)
                   region->pci_address[0] ? region->pci_address : "none, host loopback");
 }
 
-/* At process exit (IVCUDA_DEBUG): how the waits went. The descriptors stay open: other
- * threads may still be waiting, and the exit closes them anyway. */
+/* At process exit (IVCUDA_DEBUG or IVCUDA_STATS): how the waits went. The descriptors stay
+ * open: other threads may still be waiting, and the exit closes them anyway. */
 void ivc_interrupts_report(void)
 {
-    if (vector_count != 0)
+    const char *stats = getenv("IVCUDA_STATS");
+    if (vector_count != 0 && stats != NULL && stats[0] != '\0' && stats[0] != '0')
+        ivc_log("interrupt waits: %" PRIuFAST64 ", woken by an interrupt: %" PRIuFAST64, atomic_load(&waits),
+                atomic_load(&woken));
+    else if (vector_count != 0)
         ivc_trace("interrupt waits: %" PRIuFAST64 ", woken by an interrupt: %" PRIuFAST64, atomic_load(&waits),
                   atomic_load(&woken));
 }
