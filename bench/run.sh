@@ -46,6 +46,7 @@ run_benches() {
             check_native_driver "$BIN/$b" || continue
         else
             check_guest_is_loaded "$BIN/$b" || continue
+            server_for_run $((DEADLINE_S - $(date +%s) + 30)) || { log "no server for $b"; continue; }
             kill -0 "$SERVER_PID" 2>/dev/null || { log "server gone before $b"; return 1; }
         fi
         t=$(bounded_timeout 90)
@@ -59,6 +60,7 @@ run_benches() {
         note=$( { grep -m1 '^FAIL' "$OUT/logs/bench-$b.$mode.out"; grep -m1 -E '^ivcuda:|error while loading' \
             "$OUT/logs/bench-$b.$mode.err"; } 2>/dev/null | tr '\t|\n' '  ;' | cut -c1-240)
         printf '%s\t%s\t%s\t%s\t%s\n' "$mode" "$b" "$RUN_RC" "$RUN_WALL" "$note" >>"$OUT/bench-runs.tsv"
+        [ "$mode" = ivcuda ] && end_of_run
     done
 }
 
@@ -92,6 +94,9 @@ if [ "$DRY_RUN" = 1 ]; then
     log "dry run: benchmarks ran against the CPU mock"
 else
     run_benches native
+    if [ "$IVCUDA_MODE" = doorbell ]; then
+        export BENCH_NOTE="Server in doorbell mode: each ivcuda run under bench/idle/qemu_peer.py (doorbell rings, and the guest sleeping on its vector's eventfd after its 20 us spin), a fresh server per program."
+    fi
     if [ "$GUEST_OK" = 1 ] && [ "$JAVA_OK" = 1 ]; then
         if start_server $((DEADLINE_S - $(date +%s) + 30)); then
             run_benches ivcuda

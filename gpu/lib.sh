@@ -291,6 +291,16 @@ start_server() {
     return 1
 }
 
+# A doorbell-mode server serves one peer (one run) and stops when it leaves: a fresh one
+# before each ivcuda run, stopped after it. No-ops in plain mode (one server for all runs).
+server_for_run() {
+    if [ "$IVCUDA_MODE" = doorbell ] && [ -z "$SERVER_PID" ]; then start_server "$1"; fi
+}
+end_of_run() {
+    if [ "$IVCUDA_MODE" = doorbell ]; then stop_server; fi
+    return 0
+}
+
 stop_server() {
     [ -n "$SERVER_PID" ] || return 0
     local pid=$SERVER_PID status

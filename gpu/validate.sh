@@ -123,10 +123,7 @@ else
     if [ "$GUEST_OK" = 1 ] && [ "$JAVA_OK" = 1 ]; then
         if start_server $(($(time_left) + 30)); then
             for p in "${PROGRAMS[@]}"; do
-                # doorbell: the server stops when its peer (this run's qemu_peer) leaves
-                if [ "$IVCUDA_MODE" = doorbell ] && [ -z "$SERVER_PID" ]; then
-                    start_server $(($(time_left) + 30)) || { IVCUDA_RC[$p]="skipped (server did not start)"; continue; }
-                fi
+                server_for_run $(($(time_left) + 30)) || { IVCUDA_RC[$p]="skipped (server did not start)"; continue; }
                 [ -x "$BIN/$p" ] || { IVCUDA_RC[$p]="skipped (not built)"; continue; }
                 check_guest_is_loaded "$BIN/$p" || { IVCUDA_RC[$p]="skipped (guest library not loaded)"; continue; }
                 t=$(bounded_timeout "$IVCUDA_TIMEOUT_S")
@@ -137,7 +134,7 @@ else
                 PROGRAM_TIMEOUT_S=$t run_program ivcuda "$BIN/$p" "$OUT/logs/$p.ivcuda" "$KERNELS"
                 IVCUDA_RC[$p]=$RUN_RC; IVCUDA_WALL[$p]=$RUN_WALL
                 log "ivcuda $p: rc=$RUN_RC wall=${RUN_WALL}s $(grep -m1 'interrupt waits' "$OUT/logs/$p.ivcuda.err")"
-                [ "$IVCUDA_MODE" = doorbell ] && stop_server
+                end_of_run
             done
             stop_server
         else
