@@ -23,6 +23,27 @@
 #define SPIN_NS 20000ULL
 #define YIELD_NS 2000000ULL
 #define SLEEP_CAP_NS 50000ULL
+/* How long a waiter stays on the CPU (spin, then yield) before it sleeps: YIELD_NS, or
+ * IVCUDA_SPIN_US. With an interrupt path the sleep is on the channel's vector; a shorter
+ * budget frees the vCPU sooner and costs a wake-up on waits longer than it
+ * (docs/benchmarks/README.md has the measured trade). */
+static uint64_t busy_ns = YIELD_NS;
+
+static void read_busy_budget(void)
+{
+    const char *value = getenv("IVCUDA_SPIN_US");
+    if (value == NULL || value[0] == '\0')
+        return;
+    char *end;
+    errno = 0;
+    unsigned long long us = strtoull(value, &end, 10);
+    if (*end != '\0' || errno != 0 || us > 1000000ULL) {
+        ivc_log("IVCUDA_SPIN_US=%s: not a number of microseconds in 0..1000000; using %llu", value,
+                YIELD_NS / 1000);
+        return;
+    }
+    busy_ns = us * 1000ULL;
+}
 #define HEARTBEAT_PERIOD_NS 250000000L
 
 uint64_t ivc_server_timeout_ns = 5000000000ULL;
@@ -137,11 +158,11 @@ static CUresult waiter_pause(struct waiter *w, struct ivc_channel *ch, const cha
 {
     uint64_t now = now_ns();
     uint64_t waited = now - w->start;
-    if (waited < SPIN_NS) {
+    if (waited < SPIN_NS && waited < busy_ns) {
         __builtin_ia32_pause();
         return CUDA_SUCCESS;
     }
-    if (waited < YIELD_NS) {
+    if (waited < busy_ns) {
         sched_yield();
     } else {
         struct timespec t = {0, (long)w->sleep};
@@ -152,10 +173,10 @@ static CUresult waiter_pause(struct waiter *w, struct ivc_channel *ch, const cha
     return waiter_check(w, ch, what, now);
 }
 
-/* Whether the next step sleeps on the interrupt: an interrupt path and the spin phase over. */
+/* Whether the next step sleeps on the interrupt: an interrupt path and the busy budget spent. */
 static int waiter_sleeps(const struct waiter *w)
 {
-    return w->interruptible && now_ns() - w->start >= SPIN_NS;
+    return w->interruptible && now_ns() - w->start >= busy_ns;
 }
 
 /* Sleeps on the channel's vector (guest_waiting is 1 and the condition was false after it). */
@@ -256,6 +277,7 @@ static CUresult attach_locked(void)
     if (token == 0)
         token = new_token();
     ivc_interrupts_open(&region);
+    read_busy_budget();
     attached = 1;
     return CUDA_SUCCESS;
 }
