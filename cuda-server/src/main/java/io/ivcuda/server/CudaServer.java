@@ -220,6 +220,12 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
                     }
                 });
         shareSocketWithQemu(Path.of(config.doorbellSocket()));
+        if (layout.channelCount() > config.doorbellVectors()) {
+            // §8: a guest sleeps only on a vector of its own channel; shared vectors mean polling guests
+            LOG.info("doorbell: {} channels share {} vectors: guest threads on a channel that shares its vector "
+                    + "poll instead of sleeping on an interrupt (give the domain <msi vectors> >= channel.count)",
+                    layout.channelCount(), config.doorbellVectors());
+        }
         EventFd[] host = new EventFd[config.doorbellVectors()];
         for (int v = 0; v < host.length; v++) {
             host[v] = ivshmem.hostVector(v);
