@@ -20,6 +20,7 @@ esac
 built_outputs=(
     cuda-server/target/cuda-server.jar libvirt-hook/target/libvirt-hook.jar
     ivshmem-provisioner/target/ivshmem-provisioner.jar guest/target/libcuda.so.1 guest/target/ivcuda-guest-check
+    guest/target/ivcuda-guest-irqd
 )
 need_build=0
 for f in "${built_outputs[@]}"; do [ -e "$repo/$f" ] || need_build=1; done
@@ -68,14 +69,17 @@ stage_host() {
     install -m 0644 "$repo/docs/operations.md" "$dest/usr/share/doc/ivcuda/"
 }
 
-# stage_guest DEST UDEV_DIR
+# stage_guest DEST UDEV_DIR UNIT_DIR
 stage_guest() {
-    local dest="$1" udev_dir="$2"
-    install -d "$dest/usr/lib/ivcuda" "$dest/etc/ld.so.conf.d" "$dest/$udev_dir" "$dest/usr/bin"
+    local dest="$1" udev_dir="$2" unit_dir="$3"
+    install -d "$dest/usr/lib/ivcuda" "$dest/etc/ld.so.conf.d" "$dest/$udev_dir" "$dest/usr/bin" "$dest/usr/sbin" \
+        "$dest/$unit_dir"
     install -m 0644 "$repo/guest/target/libcuda.so.1" "$dest/usr/lib/ivcuda/libcuda.so.1"
     install -m 0644 "$repo/packaging/files/ld.so.conf" "$dest/etc/ld.so.conf.d/ivcuda.conf"
     install -m 0644 "$repo/packaging/files/60-ivcuda.rules" "$dest/$udev_dir/60-ivcuda.rules"
     install -m 0755 "$repo/guest/target/ivcuda-guest-check" "$dest/usr/bin/ivcuda-guest-check"
+    install -m 0755 "$repo/guest/target/ivcuda-guest-irqd" "$dest/usr/sbin/ivcuda-guest-irqd"
+    install -m 0644 "$repo/templates/ivcuda-guest-irqd.service" "$dest/$unit_dir/"
 }
 
 if [ "$want_deb" = 1 ]; then
@@ -85,7 +89,7 @@ if [ "$want_deb" = 1 ]; then
     cp -a "$repo/packaging/deb/debian" "$src/"
     # Debian 12's debhelper looks for units and udev rules under /lib.
     stage_host "$src/staged/host" lib/systemd/system libvirt-qemu
-    stage_guest "$src/staged/guest" lib/udev/rules.d
+    stage_guest "$src/staged/guest" lib/udev/rules.d lib/systemd/system
     cat > "$src/debian/changelog" <<CHANGELOG
 ivcuda ($version-1) unstable; urgency=medium
 
@@ -103,7 +107,7 @@ if [ "$want_rpm" = 1 ]; then
     top="$out/rpm"
     mkdir -p "$top"/{BUILD,RPMS,SOURCES,SPECS,SRPMS}
     stage_host "$top/SOURCES/host" usr/lib/systemd/system qemu
-    stage_guest "$top/SOURCES/guest" usr/lib/udev/rules.d
+    stage_guest "$top/SOURCES/guest" usr/lib/udev/rules.d usr/lib/systemd/system
     cp "$repo/packaging/rpm/ivcuda.spec" "$top/SPECS/"
     # --nodeps: BuildRequires are checked against the rpm database, which a Debian builder does not have.
     rpmbuild -bb --nodeps --define "_topdir $top" --define "ivcuda_version $version" \

@@ -92,6 +92,19 @@ set -e
 echo "$output"
 [ "$status" = 1 ] || fail "ivcuda-guest-check without a device: exit $status, expected 1"
 grep -q 'no ivshmem device found' <<<"$output" || fail "ivcuda-guest-check does not say that no device is found"
+[ -f /lib/systemd/system/ivcuda-guest-irqd.service ] || [ -f /usr/lib/systemd/system/ivcuda-guest-irqd.service ] \
+    || fail "no ivcuda-guest-irqd.service"
+if [ -d /run/systemd/system ] && systemctl is-enabled --quiet ivcuda-guest-irqd.service 2>/dev/null; then
+    fail "ivcuda-guest-irqd.service is enabled by installation (it needs an admin's vfio choice)"
+fi
+set +e
+output=$(ivcuda-guest-irqd --socket /tmp/ivcuda-irq-test.sock 2>&1)
+status=$?
+set -e
+echo "$output"
+[ "$status" != 0 ] || fail "ivcuda-guest-irqd without a device: exit 0"
+grep -q 'no ivshmem device' <<<"$output" || fail "ivcuda-guest-irqd does not say that no device is found"
+[ ! -e /tmp/ivcuda-irq-test.sock ] || fail "ivcuda-guest-irqd left its socket behind"
 
 echo "== purge ivcuda-guest"
 apt-get purge -y -q ivcuda-guest
