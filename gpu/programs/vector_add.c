@@ -89,6 +89,18 @@ int main(int argc, char **argv)
     run_variant(m_ptx, "ptx-extra", 1 << 20, 1);
     run_variant(m_cubin, "cubin-extra", 12345, 1);
 
+    /* A module's global through cuMemcpy, which must tell its address from a host one. */
+    CUdeviceptr bias;
+    size_t bias_size = 0;
+    CK(cuModuleGetGlobal(&bias, &bias_size, m_cubin, "vector_add_bias"));
+    float bias_in[4] = {1.5f, -2.0f, 3.25f, 4.0f}, bias_out[4] = {0}, bias_back[4] = {0};
+    CK(cuMemcpy(bias, (CUdeviceptr)(uintptr_t)bias_in, sizeof bias_in));
+    CK(cuMemcpyDtoH(bias_out, bias, sizeof bias_out));
+    CK(cuMemcpy((CUdeviceptr)(uintptr_t)bias_back, bias, sizeof bias_back));
+    int bias_ok = memcmp(bias_in, bias_out, sizeof bias_in) == 0 && memcmp(bias_in, bias_back, sizeof bias_in) == 0;
+    printf("global vector_add_bias: %zu bytes, cuMemcpy both ways %s\n", bias_size, bias_ok ? "ok" : "MISMATCH");
+    if (!bias_ok) exit(1);
+
     /* Loading the same image twice gives two working modules. */
     CUmodule m_again;
     CK(cuModuleLoadData(&m_again, ptx));

@@ -212,6 +212,7 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdevi
 static CUresult copy(uintptr_t dst, uintptr_t src, size_t n) { memmove((void *)dst, (const void *)src, n); return CUDA_SUCCESS; }
 CUresult cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) { NEED_CTX(); return copy((uintptr_t)d, (uintptr_t)s, n); }
 CUresult cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) { NEED_CTX(); return copy((uintptr_t)d, (uintptr_t)s, n); }
+CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { NEED_CTX(); return copy((uintptr_t)d, (uintptr_t)s, n); }
 CUresult cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) { NEED_CTX(); return copy((uintptr_t)d, (uintptr_t)s, n); }
 CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream st) { (void)st; return cuMemcpyHtoD(d, s, n); }
 CUresult cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream st) { (void)st; return cuMemcpyDtoH(d, s, n); }
@@ -263,6 +264,15 @@ CUresult cuModuleLoadFatBinary(CUmodule *m, const void *image)
     return CUDA_SUCCESS;
 }
 CUresult cuModuleUnload(CUmodule m) { (void)m; return CUDA_SUCCESS; }
+static float vector_add_bias[4]; /* gpu/kernels/vector_add.cu's __device__ global */
+CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name)
+{
+    (void)m;
+    if (strcmp(name, "vector_add_bias") != 0) return CUDA_ERROR_NOT_FOUND;
+    if (dptr) *dptr = (CUdeviceptr)(uintptr_t)vector_add_bias;
+    if (bytes) *bytes = sizeof vector_add_bias;
+    return CUDA_SUCCESS;
+}
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
     (void)m;

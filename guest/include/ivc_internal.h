@@ -139,6 +139,10 @@ const uint8_t *ivc_cache_find(uint32_t opcode, const uint8_t *key, size_t key_le
 void ivc_cache_put(uint32_t opcode, const uint8_t *key, size_t key_length, const uint8_t *value, size_t value_length);
 void ivc_cache_clear(void);
 
+/* memory.c: a module's globals count as device memory until the module is unloaded */
+void ivc_memory_add_global(CUmodule module, CUdeviceptr base, size_t size);
+void ivc_memory_forget_module(CUmodule module);
+
 /* memory.c, module.c, launch.c: per-process state dropped in a forked child */
 void ivc_memory_forget_process(void);
 void ivc_module_forget_process(void);

@@ -15,6 +15,7 @@ struct range {
     uint64_t base;
     uint64_t size;
     unsigned flags;
+    CUmodule module; /* a module's global (gone with the module), or NULL */
 };
 
 struct range_map {
@@ -41,7 +42,7 @@ static size_t upper_bound(const struct range_map *m, uint64_t address)
     return low;
 }
 
-static void map_add(struct range_map *m, uint64_t base, uint64_t size, unsigned flags)
+static void map_add(struct range_map *m, uint64_t base, uint64_t size, unsigned flags, CUmodule module)
 {
     pthread_mutex_lock(&m->lock);
     if (m->count == m->capacity) {
@@ -56,7 +57,7 @@ static void map_add(struct range_map *m, uint64_t base, uint64_t size, unsigned 
     }
     size_t i = upper_bound(m, base);
     memmove(&m->ranges[i + 1], &m->ranges[i], (m->count - i) * sizeof *m->ranges);
-    m->ranges[i] = (struct range){base, size ? size : 1, flags};
+    m->ranges[i] = (struct range){base, size ? size : 1, flags, module};
     m->count++;
     pthread_mutex_unlock(&m->lock);
 }
@@ -69,6 +70,17 @@ static void map_remove(struct range_map *m, uint64_t base)
         memmove(&m->ranges[i - 1], &m->ranges[i], (m->count - i) * sizeof *m->ranges);
         m->count--;
     }
+    pthread_mutex_unlock(&m->lock);
+}
+
+static void map_remove_module(struct range_map *m, CUmodule module)
+{
+    pthread_mutex_lock(&m->lock);
+    size_t kept = 0;
+    for (size_t i = 0; i < m->count; i++)
+        if (m->ranges[i].module != module)
+            m->ranges[kept++] = m->ranges[i];
+    m->count = kept;
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -104,6 +116,18 @@ int ivc_is_device_pointer(CUdeviceptr pointer)
     return map_find(&device_map, pointer, NULL);
 }
 
+/* A module's global variable is device memory until the module is unloaded. */
+void ivc_memory_add_global(CUmodule module, CUdeviceptr base, size_t size)
+{
+    if (base != 0 && !map_find(&device_map, base, NULL))
+        map_add(&device_map, base, size, 0, module);
+}
+
+void ivc_memory_forget_module(CUmodule module)
+{
+    map_remove_module(&device_map, module);
+}
+
 /* ---- device allocations ---- */
 
 IVC_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
@@ -113,7 +137,7 @@ IVC_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     CUdeviceptr p = 0;
     CUresult r = ivc_mem_alloc(&p, bytesize);
     if (r == CUDA_SUCCESS) {
-        map_add(&device_map, p, bytesize, 0);
+        map_add(&device_map, p, bytesize, 0, NULL);
         *dptr = p;
     }
     return r;
@@ -129,7 +153,7 @@ IVC_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t
     size_t pitch = 0;
     CUresult r = ivc_mem_alloc_pitch(&p, &pitch, WidthInBytes, Height, ElementSizeBytes);
     if (r == CUDA_SUCCESS) {
-        map_add(&device_map, p, (uint64_t)pitch * Height, 0);
+        map_add(&device_map, p, (uint64_t)pitch * Height, 0, NULL);
         *dptr = p;
         *pPitch = pitch;
     }
@@ -359,7 +383,7 @@ static CUresult host_alloc(void **pp, size_t bytesize, unsigned flags, const cha
         return CUDA_ERROR_UNKNOWN;
     }
     *pp = ivc_pool_pointer(offset);
-    map_add(&host_map, (uint64_t)(uintptr_t)*pp, bytesize, flags);
+    map_add(&host_map, (uint64_t)(uintptr_t)*pp, bytesize, flags, NULL);
     return CUDA_SUCCESS;
 }
 

@@ -248,3 +248,32 @@ IVC_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsi
     return load(module, image, jit, pairs * 16, "cuModuleLoadDataEx");
 }
 IVC_ALIASES_cuModuleLoadDataEx
+
+/* A global's address is device memory: noted so that cuMemcpy (unified addressing) copies
+ * to and from it as the driver does, until the module goes. */
+IVC_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+{
+    if (name == NULL)
+        return ivc_null_argument("cuModuleGetGlobal_v2", "name");
+    CUdeviceptr address = 0;
+    size_t size = 0;
+    CUresult r = ivc_module_get_global(&address, &size, hmod, name);
+    if (r == CUDA_SUCCESS) {
+        ivc_memory_add_global(hmod, address, size);
+        if (dptr != NULL)
+            *dptr = address;
+        if (bytes != NULL)
+            *bytes = size;
+    }
+    return r;
+}
+IVC_ALIASES_cuModuleGetGlobal_v2
+
+IVC_EXPORT CUresult cuModuleUnload(CUmodule hmod)
+{
+    CUresult r = ivc_module_unload(hmod);
+    if (r == CUDA_SUCCESS)
+        ivc_memory_forget_module(hmod);
+    return r;
+}
+IVC_ALIASES_cuModuleUnload

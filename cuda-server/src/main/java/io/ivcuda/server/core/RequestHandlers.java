@@ -995,7 +995,7 @@ public final class RequestHandlers implements Handler {
     }
 
     @Override
-    public int cuModuleGetGlobal_v2(Reply r, long hmod, String name) {
+    public int ivc_module_get_global(Reply r, long hmod, String name) {
         HandleTable.Entry m = handle(hmod, KIND_MODULE, "hmod");
         if (m == null) {
             return CuResult.INVALID_HANDLE;
@@ -1010,7 +1010,7 @@ public final class RequestHandlers implements Handler {
     }
 
     @Override
-    public int cuModuleUnload(Reply r, long hmod) {
+    public int ivc_module_unload(Reply r, long hmod) {
         HandleTable.Entry m = handle(hmod, KIND_MODULE, "hmod");
         if (m == null) {
             return CuResult.INVALID_HANDLE;
