@@ -1,0 +1,35 @@
+# shellcheck shell=sh
+# shellcheck disable=SC2034 # irqd_pid, irqd_lines and irq_eof_pid are for vm/irqd-after.sh (sourced by the same /init)
+# Sourced by the test guest's /init (vm/build-guest.sh --before) before the programs. Only when the
+# kernel command line carries ivcuda.irqd (VmIT's doorbell domain, which has a virtual IOMMU):
+# ivcuda-guest-irqd --bind takes the ivshmem device through vfio-pci; irq-socket-check checks what
+# its socket hands a client (protocol §8.1) and a second one waits for the end of file that
+# vm/irqd-after.sh's SIGTERM must cause; the programs run with the library's trace
+# (IVCUDA_TRACE=1: interrupt waits and wake-ups at exit). Console lines:
+#   IVCUDA-IRQD: <a line of the daemon's stderr>
+#   irq-socket-check: ok: <n> eventfds for <n> vectors, device <address>
+if grep -qw ivcuda.irqd /proc/cmdline; then
+    irq_device=
+    for d in /sys/bus/pci/devices/*; do
+        if [ "$(cat "$d/vendor")" = 0x1af4 ] && [ "$(cat "$d/device")" = 0x1110 ]; then irq_device=${d##*/}; fi
+    done
+    mkdir -p /run
+    ivcuda-guest-irqd --bind --debug >/tmp/irqd.log 2>&1 &
+    irqd_pid=$!
+    i=0
+    while [ ! -S /run/ivcuda/irq.sock ] && kill -0 "$irqd_pid" 2>/dev/null && [ $i -lt 300 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    irqd_lines=$(wc -l </tmp/irqd.log)
+    sed 's/^/IVCUDA-IRQD: /' /tmp/irqd.log
+    if [ -S /run/ivcuda/irq.sock ]; then
+        irq-socket-check /run/ivcuda/irq.sock "$irq_device"
+        irq-socket-check --wait-eof /run/ivcuda/irq.sock "$irq_device" >/tmp/irq-eof.log 2>&1 &
+        irq_eof_pid=$!
+        export IVCUDA_TRACE=1
+    else
+        echo "IVCUDA-IRQD: no socket after 30 s; the kernel says:"
+        dmesg | grep -i -e vfio -e dmar -e iommu -e remap | tail -20 | sed 's/^/IVCUDA-IRQD: dmesg: /'
+    fi
+fi
