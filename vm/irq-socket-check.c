@@ -5,16 +5,24 @@
  * SCM_RIGHTS). With --wait-eof it then waits (up to 120 s) for the end of file that says the
  * daemon stopped, and checks that the daemon never wrote anything more.
  *
- * usage: irq-socket-check [--wait-eof] SOCKET [EXPECTED_ADDRESS]
- * Prints one line "irq-socket-check: ok ..." and exits 0, or says what is wrong and exits 1.
+ * With --self-ring (needs EXPECTED_ADDRESS) it proves that the eventfds are wired to the MSI-X
+ * vectors, without the host's server: ivshmem delivers a doorbell write (peer << 16 | vector, BAR0
+ * offset 12) to the peer's own eventfd of that vector, so a write naming this VM's own peer id
+ * (IVPosition, BAR0 offset 8) makes QEMU raise the guest's own MSI-X vector. Each vector in turn
+ * must then arrive on its eventfd (read, so no count is left for the library).
+ *
+ * usage: irq-socket-check [--wait-eof | --self-ring] SOCKET [EXPECTED_ADDRESS]
+ * Prints "irq-socket-check: ok ..." lines and exits 0, or says what is wrong and exits 1.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -28,15 +36,47 @@ static int bad(const char *what)
     return 1;
 }
 
+/* Rings each vector on this VM's own peer id and takes the interrupt from its eventfd. */
+static int self_ring(const char *address, const int *fds, unsigned vectors)
+{
+    char path[300], why[512];
+    snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/resource0", address);
+    int fd = open(path, O_RDWR | O_SYNC | O_CLOEXEC);
+    void *map = fd < 0 ? MAP_FAILED : mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fd >= 0)
+        close(fd);
+    if (map == MAP_FAILED) {
+        snprintf(why, sizeof why, "cannot map %s (%s)", path, strerror(errno));
+        return bad(why);
+    }
+    volatile uint32_t *registers = map;
+    uint32_t own_peer = registers[2]; /* IVPosition */
+    for (unsigned v = 0; v < vectors; v++) {
+        registers[3] = own_peer << 16 | v; /* Doorbell */
+        struct pollfd p = {.fd = fds[v], .events = POLLIN};
+        uint64_t count = 0;
+        if (poll(&p, 1, 5000) != 1 || read(fds[v], &count, sizeof count) != (ssize_t)sizeof count || count == 0) {
+            snprintf(why, sizeof why, "a doorbell to peer %u vector %u did not arrive on eventfd %u within 5 s", own_peer, v, v);
+            munmap(map, 4096);
+            return bad(why);
+        }
+    }
+    munmap(map, 4096);
+    printf("irq-socket-check: ok: self-rings of %u vectors (peer %u) arrived on their eventfds\n", vectors, own_peer);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int wait_eof = argc > 1 && strcmp(argv[1], "--wait-eof") == 0;
-    if (argc - wait_eof < 2 || argc - wait_eof > 3) {
-        fprintf(stderr, "usage: %s [--wait-eof] SOCKET [EXPECTED_ADDRESS]\n", argv[0]);
+    int ring = argc > 1 && strcmp(argv[1], "--self-ring") == 0;
+    int flag = wait_eof || ring;
+    if (argc - flag < 2 || argc - flag > 3 || (ring && argc - flag != 3)) {
+        fprintf(stderr, "usage: %s [--wait-eof | --self-ring] SOCKET [EXPECTED_ADDRESS]\n", argv[0]);
         return 64;
     }
-    const char *path = argv[1 + wait_eof];
-    const char *expected = argc - wait_eof == 3 ? argv[2 + wait_eof] : NULL;
+    const char *path = argv[1 + flag];
+    const char *expected = argc - flag == 3 ? argv[2 + flag] : NULL;
     char why[512];
 
     struct sockaddr_un address = {.sun_family = AF_UNIX};
@@ -111,6 +151,8 @@ int main(int argc, char **argv)
     }
     printf("irq-socket-check: ok: %u eventfds for %u vectors, device %s\n", fd_count, vectors, device);
     fflush(stdout);
+    if (ring)
+        return self_ring(device, fds, fd_count);
     if (!wait_eof)
         return 0;
 

@@ -3,11 +3,14 @@
 # Sourced by the test guest's /init (vm/build-guest.sh --before) before the programs. Only when the
 # kernel command line carries ivcuda.irqd (VmIT's doorbell domain, which has a virtual IOMMU):
 # ivcuda-guest-irqd --bind takes the ivshmem device through vfio-pci; irq-socket-check checks what
-# its socket hands a client (protocol §8.1) and a second one waits for the end of file that
-# vm/irqd-after.sh's SIGTERM must cause; the programs run with the library's trace
-# (IVCUDA_TRACE=1: interrupt waits and wake-ups at exit). Console lines:
+# its socket hands a client (protocol §8.1) and that each vector, rung by the guest itself,
+# arrives on its eventfd; a second one waits for the end of file that vm/irqd-after.sh's SIGTERM
+# must cause; the programs run with the library's trace (IVCUDA_TRACE=1: interrupt waits and
+# wake-ups at exit). Console lines:
 #   IVCUDA-IRQD: <a line of the daemon's stderr>
 #   irq-socket-check: ok: <n> eventfds for <n> vectors, device <address>
+#   irq-socket-check: ok: self-rings of <n> vectors (peer <id>) arrived on their eventfds
+#   IVCUDA-INTERRUPTS-BEFORE-PROGRAMS <the vfio-msix interrupts counted so far: the self-rings>
 if grep -qw ivcuda.irqd /proc/cmdline; then
     irq_device=
     for d in /sys/bus/pci/devices/*; do
@@ -24,7 +27,8 @@ if grep -qw ivcuda.irqd /proc/cmdline; then
     irqd_lines=$(wc -l </tmp/irqd.log)
     sed 's/^/IVCUDA-IRQD: /' /tmp/irqd.log
     if [ -S /run/ivcuda/irq.sock ]; then
-        irq-socket-check /run/ivcuda/irq.sock "$irq_device"
+        irq-socket-check --self-ring /run/ivcuda/irq.sock "$irq_device"
+        echo "IVCUDA-INTERRUPTS-BEFORE-PROGRAMS $(awk '/vfio-msix/ { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts)"
         irq-socket-check --wait-eof /run/ivcuda/irq.sock "$irq_device" >/tmp/irq-eof.log 2>&1 &
         irq_eof_pid=$!
         export IVCUDA_TRACE=1
