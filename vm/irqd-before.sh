@@ -7,6 +7,8 @@
 # arrives on its eventfd; a second one waits for the end of file that vm/irqd-after.sh's SIGTERM
 # must cause; the programs run with the library's trace (IVCUDA_TRACE=1: interrupt waits and
 # wake-ups at exit). Console lines:
+#   IVCUDA-IRQD-FAILING: <a line of the stderr of a start that must fail (a socket in /proc)>
+#   IVCUDA-IRQD-FAILED rc=<n> driver=<the device's driver after it: none, as before>
 #   IVCUDA-IRQD: <a line of the daemon's stderr>
 #   irq-socket-check: ok: <n> eventfds for <n> vectors, device <address>
 #   irq-socket-check: ok: self-rings of <n> vectors (peer <id>) arrived on their eventfds
@@ -16,6 +18,12 @@ if grep -qw ivcuda.irqd /proc/cmdline; then
     for d in /sys/bus/pci/devices/*; do
         if [ "$(cat "$d/vendor")" = 0x1af4 ] && [ "$(cat "$d/device")" = 0x1110 ]; then irq_device=${d##*/}; fi
     done
+    # a start that fails after --bind took the device gives it back: its exit status and the driver after it
+    ivcuda-guest-irqd --bind --socket /proc/ivcuda/irq.sock 2>/tmp/irqd-failing.log
+    irq_rc=$?
+    sed 's/^/IVCUDA-IRQD-FAILING: /' /tmp/irqd-failing.log
+    irq_driver=$(readlink "/sys/bus/pci/devices/$irq_device/driver")
+    echo "IVCUDA-IRQD-FAILED rc=$irq_rc driver=${irq_driver##*/}"
     mkdir -p /run
     ivcuda-guest-irqd --bind --debug >/tmp/irqd.log 2>&1 &
     irqd_pid=$!

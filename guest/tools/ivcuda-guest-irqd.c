@@ -67,6 +67,8 @@ struct daemon_state {
     char sysfs[PATH_MAX];
     char device_dir[PATH_MAX];
     char address[MESSAGE_ADDRESS_SIZE];
+    int bound_by_us;          /* --bind took the device: a failed start gives it back */
+    char previous_driver[256];
     int container;
     int group;
     int device;
@@ -218,8 +220,11 @@ static int bind_to_vfio(struct daemon_state *s, const char *current)
     char driver[256];
     snprintf(path, sizeof path, "%s/driver", s->device_dir);
     link_name(path, driver, sizeof driver);
-    if (strcmp(driver, "vfio-pci") == 0)
+    if (strcmp(driver, "vfio-pci") == 0) {
+        s->bound_by_us = 1;
+        snprintf(s->previous_driver, sizeof s->previous_driver, "%s", current);
         return 1;
+    }
     snprintf(path, sizeof path, "%s/iommu_group", s->device_dir);
     if (access(path, F_OK) != 0)
         fail_message("vfio-pci did not take %s: the device has no IOMMU group (%s). Give the VM a virtual IOMMU "
@@ -235,6 +240,28 @@ undo:
     snprintf(path, sizeof path, "%s/driver_override", s->device_dir);
     write_text(path, "\n", why, sizeof why);
     return 0;
+}
+
+/* After a failed start: the device goes back to the driver it had (or none), as --bind found it.
+ * Only once the vfio device is closed: vfio-pci's unbind waits for its release. */
+static void give_back(const struct daemon_state *s)
+{
+    char path[PATH_MAX + 64], why[PATH_MAX + 200], driver[256];
+    snprintf(path, sizeof path, "%s/bus/pci/drivers/vfio-pci/unbind", s->sysfs);
+    int ok = write_text(path, s->address, why, sizeof why);
+    snprintf(path, sizeof path, "%s/driver_override", s->device_dir);
+    ok = write_text(path, "\n", why, sizeof why) && ok;
+    if (s->previous_driver[0] != '\0') {
+        snprintf(path, sizeof path, "%s/bus/pci/drivers_probe", s->sysfs);
+        write_text(path, s->address, why, sizeof why);
+    }
+    snprintf(path, sizeof path, "%s/driver", s->device_dir);
+    link_name(path, driver, sizeof driver);
+    if (!ok || strcmp(driver, s->previous_driver) != 0)
+        fail_message("giving %s back to %s failed (its driver is \"%s\"; %s)", s->address,
+                     s->previous_driver[0] ? s->previous_driver : "no driver", driver[0] ? driver : "none", why);
+    else
+        fail_message("%s given back to %s", s->address, s->previous_driver[0] ? s->previous_driver : "no driver");
 }
 
 static int ensure_vfio_driver(struct daemon_state *s, const struct options *o)
@@ -701,5 +728,7 @@ int main(int argc, char **argv)
         ok = serve(&s, o.debug);
     }
     release(&s);
+    if (!ok && s.bound_by_us)
+        give_back(&s);
     return ok ? 0 : EXIT_FAILED;
 }

@@ -183,6 +183,11 @@ class VmIT {
         for (String module : List.of("vfio", "vfio_iommu_type1", "vfio-pci")) {
             assertTrue(console.contains("IVCUDA-MODULE " + module + " rc=0\n"), "the guest loaded " + module + ":\n" + console);
         }
+        // a start that fails after binding the device (its socket cannot be made) gives the device back
+        assertTrue(console.contains("IVCUDA-IRQD-FAILING: ivcuda-guest-irqd: cannot create the socket's directory /proc/ivcuda"),
+                "the failing start says what is at fault:\n" + console);
+        assertTrue(console.contains("IVCUDA-IRQD-FAILING: ivcuda-guest-irqd: " + address + " given back to no driver\n"), console);
+        assertTrue(console.contains("IVCUDA-IRQD-FAILED rc=1 driver=\n"), "a failed start leaves the device as it found it:\n" + console);
         Matcher started = Pattern.compile("IVCUDA-IRQD: ivcuda-guest-irqd: device " + Pattern.quote(address)
                 + ", vfio (type1v2|type1) \\(IOMMU group [0-9]+\\), ([0-9]+) MSI-X vectors, socket /run/ivcuda/irq.sock\n").matcher(console);
         assertTrue(started.find(), "ivcuda-guest-irqd started on " + address + " through the vIOMMU:\n" + console);
@@ -301,9 +306,11 @@ class VmIT {
 
     private static void assertNothingLeft(InstancePaths paths) throws Exception {
         waitFor(() -> serverPids(paths).isEmpty(), WAIT_MS, "the server of " + paths.domainUuid() + " is gone");
-        for (Path left : new Path[] {paths.regionFile(), paths.doorbellSocket(), paths.instanceConfig(), paths.pidfile()}) {
-            assertFalse(Files.exists(left), "left behind: " + left);
-        }
+        // A doorbell server stops by itself when QEMU leaves, which can be seconds before libvirt
+        // runs the hook's release that removes the files: wait for that too.
+        List<Path> files = List.of(paths.regionFile(), paths.doorbellSocket(), paths.instanceConfig(), paths.pidfile());
+        waitFor(() -> files.stream().noneMatch(Files::exists), WAIT_MS,
+                "the hook's release removes " + files);
     }
 
     /** The server processes of one VM: every one carries {@code --config <instance config>}. */
