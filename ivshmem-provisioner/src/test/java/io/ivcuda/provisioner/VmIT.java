@@ -43,7 +43,8 @@ import org.junit.jupiter.api.Test;
  *
  * <p>Needs what {@link LifecycleIT} needs (root, libvirtd, the hook; .ci/run sets it up) plus
  * {@code apt-get download} for the kernel and busybox packages (cached in {@code IVCUDA_VM_CACHE}),
- * {@code dpkg-deb}, {@code cpio} and gcc. With {@code IVCUDA_IT_LIBVIRT=required} a missing libvirtd
+ * {@code dpkg-deb}, {@code cpio} and gcc. The guest carries the kernel package's vfio modules and
+ * ivcuda-guest-irqd (guest/target) for the doorbell run's interrupt checks. With {@code IVCUDA_IT_LIBVIRT=required} a missing libvirtd
  * fails the test; otherwise it is skipped.
  */
 @org.junit.jupiter.api.TestMethodOrder(org.junit.jupiter.api.MethodOrderer.OrderAnnotation.class)
@@ -200,7 +201,7 @@ class VmIT {
         assertTrue(before.find(), console);
 
         // the library slept on its channel's MSI-X interrupt and the server's raise woke it
-        Matcher woken = Pattern.compile("woken by an interrupt: ([0-9]+)").matcher(console);
+        Matcher woken = Pattern.compile("IVCUDA-STDERR probe: .*interrupt waits: [0-9]+, woken by an interrupt: ([0-9]+)").matcher(console);
         assertTrue(woken.find(), "the probe's library trace (IVCUDA_TRACE) counts its interrupt waits:\n" + console);
         assertTrue(Long.parseLong(woken.group(1)) > 0, "the probe's library was woken by an interrupt:\n" + console);
         // the self-rings are counted before the programs: what comes after is the server's
@@ -216,7 +217,8 @@ class VmIT {
 
     /**
      * The sum of the count columns of the /proc/interrupts lines of vfio-msix vectors
-     * ({@code IVCUDA-INTERRUPTS  24:  3  IR-PCI-MSIX-0000:01:00.0 0-edge  vfio-msix[0](0000:01:00.0)}).
+     * ({@code IVCUDA-INTERRUPTS  28:  1  IR-PCI-MSI 1589248-edge  vfio-msix[0](0000:03:01.0)}, one count
+     * column per CPU).
      */
     static long vfioMsixInterrupts(String console) {
         long sum = 0;
