@@ -44,8 +44,8 @@ import org.junit.jupiter.api.Test;
  * <p>Needs what {@link LifecycleIT} needs (root, libvirtd, the hook; .ci/run sets it up) plus
  * {@code apt-get download} for the kernel and busybox packages (cached in {@code IVCUDA_VM_CACHE}),
  * {@code dpkg-deb}, {@code cpio} and gcc. The guest carries the kernel package's vfio modules and
- * ivcuda-guest-irqd (guest/target) for the doorbell run's interrupt checks. With {@code IVCUDA_IT_LIBVIRT=required} a missing libvirtd
- * fails the test; otherwise it is skipped.
+ * ivcuda-guest-irqd (guest/target) for the doorbell run's interrupt checks. With
+ * {@code IVCUDA_IT_LIBVIRT=required} a missing libvirtd fails the test; otherwise it is skipped.
  */
 @org.junit.jupiter.api.TestMethodOrder(org.junit.jupiter.api.MethodOrderer.OrderAnnotation.class)
 class VmIT {
