@@ -5,7 +5,7 @@
 #                            loads for a direct-kernel boot (seabios, qemu-system-data), its TCG
 #                            module (qemu-system-common), and every
 #                            shared library it needs except glibc's (the GPU machine's glibc is newer)
-#   .vmcarry/guest-base/     Debian's kernel and static busybox (vm/build-guest.sh --base-only)
+#   .vmcarry/guest-base/     Debian's kernel, static busybox and vfio's modules (vm/build-guest.sh --base-only)
 #   .vmcarry/MANIFEST        package versions, libraries, sizes
 # usage: vm/prepare-gpu-carry.sh [DIR]   (default: .vmcarry in the repository root)
 # The libraries are the ones ldd resolves for the unpacked binary on this host, so the host needs
@@ -58,7 +58,8 @@ done
 
 rm -f "$carry/qemu.tar.xz"
 tar -C "$qemu" -cJf "$carry/qemu.tar.xz" .
-IVCUDA_VM_CACHE=$VM_CACHE "$repo/vm/build-guest.sh" --base-only "$carry/guest-base" >/dev/null
+# with vfio's modules, for ivcuda-guest-irqd in a guest (vm/build-guest.sh --modules there)
+IVCUDA_VM_CACHE=$VM_CACHE "$repo/vm/build-guest.sh" --modules "vfio-pci vfio_iommu_type1" --base-only "$carry/guest-base" >/dev/null
 
 {
     echo "# ivcuda VM carry, written $(date -u '+%Y-%m-%d %H:%M:%S UTC') by vm/prepare-gpu-carry.sh on $(. /etc/os-release && echo "$PRETTY_NAME")"

@@ -43,8 +43,9 @@ import org.junit.jupiter.api.Test;
  *
  * <p>Needs what {@link LifecycleIT} needs (root, libvirtd, the hook; .ci/run sets it up) plus
  * {@code apt-get download} for the kernel and busybox packages (cached in {@code IVCUDA_VM_CACHE}),
- * {@code dpkg-deb}, {@code cpio} and gcc. With {@code IVCUDA_IT_LIBVIRT=required} a missing libvirtd
- * fails the test; otherwise it is skipped.
+ * {@code dpkg-deb}, {@code cpio} and gcc. The guest carries the kernel package's vfio modules and
+ * ivcuda-guest-irqd (guest/target) for the doorbell run's interrupt checks. With
+ * {@code IVCUDA_IT_LIBVIRT=required} a missing libvirtd fails the test; otherwise it is skipped.
  */
 @org.junit.jupiter.api.TestMethodOrder(org.junit.jupiter.api.MethodOrderer.OrderAnnotation.class)
 class VmIT {
@@ -115,6 +116,13 @@ class VmIT {
      * The same guest in doorbell mode: QEMU connects to the server's socket, the guest library maps
      * BAR0 and rings it when the server is parked (the server logs the first ring of a vector), and
      * the guest's power-off closes QEMU's connection, after which the server stops by itself.
+     *
+     * <p>And the way back: the domain has a virtual IOMMU (q35, intel, interrupt remapping), so the
+     * guest's ivcuda-guest-irqd binds the device to vfio-pci and hands its MSI-X eventfds out on
+     * /run/ivcuda/irq.sock (protocol §8.1; vm/irqd-before.sh). A client checks the socket's message,
+     * the probe's library sleeps on its channel's interrupt and is woken by it (its IVCUDA_TRACE
+     * summary), the guest kernel counted vfio-msix interrupts, and SIGTERM stops the daemon cleanly
+     * (vm/irqd-after.sh).
      */
     @Test
     @org.junit.jupiter.api.Order(2)
@@ -161,10 +169,66 @@ class VmIT {
             assertTrue(serverLog.contains("doorbell: QEMU pid "), "QEMU connected to the server's socket:\n" + serverLog);
             assertTrue(serverLog.contains("doorbell: first ring on vector "), "the guest rang BAR0's doorbell:\n" + serverLog);
             assertTrue(serverLog.contains("disconnected: the VM is gone"), "the server saw QEMU leave:\n" + serverLog);
+            assertGuestInterrupts(console);
         }
 
         virsh("undefine", NAME);
         assertFalse(run(List.of("virsh", "-c", URI, "list", "--all", "--name")).output().contains(NAME), "undefined");
+    }
+
+    /** What vm/irqd-before.sh and vm/irqd-after.sh print in the doorbell guest. */
+    private static void assertGuestInterrupts(String console) {
+        Matcher device = Pattern.compile("ivshmem device at (0000:[0-9a-f:.]+)\n").matcher(console);
+        assertTrue(device.find(), console);
+        String address = device.group(1);
+        for (String module : List.of("vfio", "vfio_iommu_type1", "vfio-pci")) {
+            assertTrue(console.contains("IVCUDA-MODULE " + module + " rc=0\n"), "the guest loaded " + module + ":\n" + console);
+        }
+        // a start that fails after binding the device (its socket cannot be made) gives the device back
+        assertTrue(console.contains("IVCUDA-IRQD-FAILING: ivcuda-guest-irqd: cannot create the socket's directory /proc/ivcuda"),
+                "the failing start says what is at fault:\n" + console);
+        assertTrue(console.contains("IVCUDA-IRQD-FAILING: ivcuda-guest-irqd: " + address + " given back to no driver\n"), console);
+        assertTrue(console.contains("IVCUDA-IRQD-FAILED rc=1 driver=\n"), "a failed start leaves the device as it found it:\n" + console);
+        Matcher started = Pattern.compile("IVCUDA-IRQD: ivcuda-guest-irqd: device " + Pattern.quote(address)
+                + ", vfio (type1v2|type1) \\(IOMMU group [0-9]+\\), ([0-9]+) MSI-X vectors, socket /run/ivcuda/irq.sock\n").matcher(console);
+        assertTrue(started.find(), "ivcuda-guest-irqd started on " + address + " through the vIOMMU:\n" + console);
+        assertEquals(ShmemDevice.DOORBELL_VECTORS, Integer.parseInt(started.group(2)), "one vector per <msi vectors>:\n" + console);
+        String handed = "irq-socket-check: ok: " + started.group(2) + " eventfds for " + started.group(2) + " vectors, device " + address + "\n";
+        assertTrue(console.contains(handed), "a client got the §8.1 message and one eventfd per vector:\n" + console);
+        assertTrue(Pattern.compile("irq-socket-check: ok: self-rings of " + started.group(2) + " vectors \\(peer [0-9]+\\) arrived on their eventfds\n")
+                .matcher(console).find(), "each MSI-X vector, rung by the guest itself, arrived on its eventfd:\n" + console);
+        Matcher before = Pattern.compile("IVCUDA-INTERRUPTS-BEFORE-PROGRAMS ([0-9]+)\n").matcher(console);
+        assertTrue(before.find(), console);
+
+        // the library slept on its channel's MSI-X interrupt and the server's raise woke it
+        Matcher woken = Pattern.compile("IVCUDA-STDERR probe: .*interrupt waits: [0-9]+, woken by an interrupt: ([0-9]+)").matcher(console);
+        assertTrue(woken.find(), "the probe's library trace (IVCUDA_TRACE) counts its interrupt waits:\n" + console);
+        assertTrue(Long.parseLong(woken.group(1)) > 0, "the probe's library was woken by an interrupt:\n" + console);
+        // the self-rings are counted before the programs: what comes after is the server's
+        long interrupts = vfioMsixInterrupts(console) - Long.parseLong(before.group(1));
+        assertTrue(interrupts > 0, "the guest kernel counted vfio-msix interrupts while the probe ran (" + interrupts + "):\n" + console);
+
+        assertTrue(console.contains("IVCUDA-IRQD-EXIT rc=0\n"), "SIGTERM stops ivcuda-guest-irqd with status 0:\n" + console);
+        assertTrue(console.contains("irq-socket-check: ok: end of file, the daemon stopped\n"),
+                "a connected client sees end of file when the daemon stops:\n" + console);
+        assertTrue(console.contains("IVCUDA-IRQD-LEFT socket=0 vfio-interrupts=0\n"),
+                "the stopped daemon removed its socket and freed its interrupts:\n" + console);
+    }
+
+    /**
+     * The sum of the count columns of the /proc/interrupts lines of vfio-msix vectors
+     * ({@code IVCUDA-INTERRUPTS  28:  1  IR-PCI-MSI 1589248-edge  vfio-msix[0](0000:03:01.0)}, one count
+     * column per CPU).
+     */
+    static long vfioMsixInterrupts(String console) {
+        long sum = 0;
+        Matcher line = Pattern.compile("IVCUDA-INTERRUPTS +[0-9]+:((?: +[0-9]+)+) .*vfio-msix.*\n").matcher(console);
+        while (line.find()) {
+            for (String count : line.group(1).trim().split(" +")) {
+                sum += Long.parseLong(count);
+            }
+        }
+        return sum;
     }
 
     // ---- the guest ---------------------------------------------------------------------------------
@@ -176,7 +240,20 @@ class VmIT {
         Result compiled = run(List.of("gcc", "-O2", "-Wall", "-Werror", "-o", probe.toString(),
                 repo.resolve("vm/guest-probe.c").toString(), "-L" + guestLib, "-lcuda"));
         assertEquals(0, compiled.status(), "compiling vm/guest-probe.c: " + compiled.output());
+        Path daemon = guestLib.resolve("ivcuda-guest-irqd");
+        assertTrue(Files.exists(daemon), "the guest's interrupt daemon is built with the library: " + daemon);
+        Path socketCheck = workDir.resolve("irq-socket-check");
+        compiled = run(List.of("gcc", "-O2", "-Wall", "-Werror", "-o", socketCheck.toString(),
+                repo.resolve("vm/irq-socket-check.c").toString()));
+        assertEquals(0, compiled.status(), "compiling vm/irq-socket-check.c: " + compiled.output());
+        // One guest for both modes: the doorbell domain's command line (ivcuda.irqd) turns the
+        // interrupt scripts on; the vfio modules load in both (the plain one has no IOMMU to use).
         Result built = run(List.of("bash", repo.resolve("vm/build-guest.sh").toString(),
+                "--modules", "vfio-pci vfio_iommu_type1",
+                "--files", daemon + "=/usr/sbin/ivcuda-guest-irqd",
+                "--files", socketCheck + "=/usr/bin/irq-socket-check",
+                "--before", repo.resolve("vm/irqd-before.sh").toString(),
+                "--after", repo.resolve("vm/irqd-after.sh").toString(),
                 workDir.resolve("guest").toString(), guestLib.toString(), probe.toString()));
         assertEquals(0, built.status(), "vm/build-guest.sh: " + built.output());
     }
@@ -184,16 +261,22 @@ class VmIT {
     private static String define(Mode mode) throws IOException {
         Path guest = workDir.resolve("guest");
         Path xml = workDir.resolve(NAME + ".xml");
+        // Doorbell: a virtual IOMMU, so that vfio-pci may own the device in the guest (Debian's kernel
+        // has no vfio no-IOMMU mode); interrupt remapping, or vfio_iommu_type1 refuses MSI-X, which
+        // libvirt allows only with QEMU's own I/O APIC; q35, where QEMU's intel-iommu lives.
+        boolean irq = mode == Mode.DOORBELL;
         Files.writeString(xml, "<domain type='qemu'><name>" + NAME + "</name>"
                 + "<memory unit='MiB'>256</memory><vcpu>1</vcpu>"
                 + "<metadata><ivcuda:gpu xmlns:ivcuda='" + GpuElement.NAMESPACE + "' size='64M' mode='" + mode.word() + "'/></metadata>"
-                + "<os><type arch='x86_64' machine='pc'>hvm</type>"
+                + "<os><type arch='x86_64' machine='" + (irq ? "q35" : "pc") + "'>hvm</type>"
                 + "<kernel>" + guest.resolve("vmlinuz") + "</kernel><initrd>" + guest.resolve("initramfs.cpio.gz") + "</initrd>"
-                + "<cmdline>console=ttyS0 panic=-1 quiet</cmdline></os>"
-                + "<features><acpi/></features>" // without ACPI the guest's power-off only halts
+                + "<cmdline>console=ttyS0 panic=-1 quiet" + (irq ? " intel_iommu=on ivcuda.irqd" : "") + "</cmdline></os>"
+                // without ACPI the guest's power-off only halts (and the vIOMMU is an ACPI table)
+                + "<features><acpi/>" + (irq ? "<ioapic driver='qemu'/>" : "") + "</features>"
                 + "<on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>"
                 + "<devices><emulator>/usr/bin/qemu-system-x86_64</emulator>"
                 + "<serial type='file'><source path='" + CONSOLE + "'/><target port='0'/></serial>"
+                + (irq ? "<iommu model='intel'><driver intremap='on'/></iommu>" : "")
                 + "<memballoon model='none'/></devices></domain>");
         virsh("define", xml.toString());
         return virsh("domuuid", NAME).trim();
@@ -225,9 +308,11 @@ class VmIT {
 
     private static void assertNothingLeft(InstancePaths paths) throws Exception {
         waitFor(() -> serverPids(paths).isEmpty(), WAIT_MS, "the server of " + paths.domainUuid() + " is gone");
-        for (Path left : new Path[] {paths.regionFile(), paths.doorbellSocket(), paths.instanceConfig(), paths.pidfile()}) {
-            assertFalse(Files.exists(left), "left behind: " + left);
-        }
+        // A doorbell server stops by itself when QEMU leaves, which can be seconds before libvirt
+        // runs the hook's release that removes the files: wait for that too.
+        List<Path> files = List.of(paths.regionFile(), paths.doorbellSocket(), paths.instanceConfig(), paths.pidfile());
+        waitFor(() -> files.stream().noneMatch(Files::exists), WAIT_MS,
+                "the hook's release removes " + files);
     }
 
     /** The server processes of one VM: every one carries {@code --config <instance config>}. */
