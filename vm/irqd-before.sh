@@ -5,8 +5,8 @@
 # ivcuda-guest-irqd --bind takes the ivshmem device through vfio-pci; irq-socket-check checks what
 # its socket hands a client (protocol §8.1) and that each vector, rung by the guest itself,
 # arrives on its eventfd; a second one waits for the end of file that vm/irqd-after.sh's SIGTERM
-# must cause; the programs run with the library's trace (IVCUDA_TRACE=1: interrupt waits and
-# wake-ups at exit). Console lines:
+# must cause; the programs run with IVCUDA_STATS=1 (the library's interrupt sleeps and wake-ups at
+# exit) and IVCUDA_SPIN_US=20. Console lines:
 #   IVCUDA-IRQD-FAILING: <a line of the stderr of a start that must fail (a socket in /proc)>
 #   IVCUDA-IRQD-FAILED rc=<n> driver=<the device's driver after it: none, as before>
 #   IVCUDA-IRQD: <a line of the daemon's stderr>
@@ -39,7 +39,9 @@ if grep -qw ivcuda.irqd /proc/cmdline; then
         echo "IVCUDA-INTERRUPTS-BEFORE-PROGRAMS $(awk '/vfio-msix/ { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i } END { print s + 0 }' /proc/interrupts)"
         irq-socket-check --wait-eof /run/ivcuda/irq.sock "$irq_device" >/tmp/irq-eof.log 2>&1 &
         irq_eof_pid=$!
-        export IVCUDA_TRACE=1
+        # the library's count of interrupt sleeps at exit; sleep after 20 us of waiting (not the
+        # default 2 ms), so that the probe's short calls exercise the interrupt path
+        export IVCUDA_STATS=1 IVCUDA_SPIN_US=20
     else
         echo "IVCUDA-IRQD: no socket after 30 s; the kernel says:"
         dmesg | grep -i -e vfio -e dmar -e iommu -e remap | tail -20 | sed 's/^/IVCUDA-IRQD: dmesg: /'

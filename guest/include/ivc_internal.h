@@ -113,6 +113,9 @@ void ivc_region_ring_doorbell(const struct ivc_region *region, uint32_t channel_
 void ivc_interrupts_open(const struct ivc_region *region);
 /* Whether a waiter on channel_index may sleep on its vector (one of its own, source alive). */
 int ivc_interrupts_usable(uint32_t channel_index, uint32_t channel_count);
+/* Takes a count left by an interrupt that came after an earlier sleep ended (before
+ * guest_waiting = 1, so that it cannot be the one the next sleep waits for). */
+void ivc_interrupts_drain(uint32_t channel_index);
 /* Sleeps on the channel's vector up to timeout_ns: 1 interrupt, 0 timeout, -1 source lost. */
 int ivc_interrupts_wait(uint32_t channel_index, uint64_t timeout_ns);
 void ivc_interrupts_report(void);

@@ -229,6 +229,13 @@ int ivc_interrupts_usable(uint32_t channel_index, uint32_t channel_count)
     return channel_index % vectors + vectors >= channel_count;
 }
 
+void ivc_interrupts_drain(uint32_t channel_index)
+{
+    uint64_t count;
+    ssize_t n = read(vector_fds[channel_index % vector_count], &count, sizeof count);
+    (void)n; /* EAGAIN: nothing pending */
+}
+
 int ivc_interrupts_wait(uint32_t channel_index, uint64_t timeout_ns)
 {
     int fd = vector_fds[channel_index % vector_count];

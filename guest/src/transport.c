@@ -197,6 +197,7 @@ static CUresult waiter_block(struct waiter *w, struct ivc_channel *ch, const cha
         while (!(condition)) {                                               \
             CUresult r_;                                                     \
             if (waiter_sleeps(&w_)) {                                        \
+                ivc_interrupts_drain((ch)->index);                           \
                 ivc_store32((ch)->base + IVC_CH_GUEST_WAITING, 1);           \
                 __atomic_thread_fence(__ATOMIC_SEQ_CST);                     \
                 r_ = (condition) ? CUDA_SUCCESS : waiter_block(&w_, (ch), (what)); \

@@ -120,7 +120,7 @@ class VmIT {
      * <p>And the way back: the domain has a virtual IOMMU (q35, intel, interrupt remapping), so the
      * guest's ivcuda-guest-irqd binds the device to vfio-pci and hands its MSI-X eventfds out on
      * /run/ivcuda/irq.sock (protocol §8.1; vm/irqd-before.sh). A client checks the socket's message,
-     * the probe's library sleeps on its channel's interrupt and is woken by it (its IVCUDA_TRACE
+     * the probe's library sleeps on its channel's interrupt and is woken by it (its IVCUDA_STATS
      * summary), the guest kernel counted vfio-msix interrupts, and SIGTERM stops the daemon cleanly
      * (vm/irqd-after.sh).
      */
@@ -202,7 +202,7 @@ class VmIT {
 
         // the library slept on its channel's MSI-X interrupt and the server's raise woke it
         Matcher woken = Pattern.compile("IVCUDA-STDERR probe: .*interrupt waits: [0-9]+, woken by an interrupt: ([0-9]+)").matcher(console);
-        assertTrue(woken.find(), "the probe's library trace (IVCUDA_TRACE) counts its interrupt waits:\n" + console);
+        assertTrue(woken.find(), "the probe's library (IVCUDA_STATS) counts its interrupt waits:\n" + console);
         assertTrue(Long.parseLong(woken.group(1)) > 0, "the probe's library was woken by an interrupt:\n" + console);
         // the self-rings are counted before the programs: what comes after is the server's
         long interrupts = vfioMsixInterrupts(console) - Long.parseLong(before.group(1));
