@@ -29,6 +29,7 @@ static int daemon_socket = -1;
 static atomic_int source_lost;
 static atomic_uint_fast64_t waits;
 static atomic_uint_fast64_t woken;
+static atomic_uint_fast64_t timed_out;
 
 static void close_all(void)
 {
@@ -205,11 +206,11 @@ void ivc_interrupts_report(void)
 {
     const char *stats = getenv("IVCUDA_STATS");
     if (vector_count != 0 && stats != NULL && stats[0] != '\0' && stats[0] != '0')
-        ivc_log("interrupt waits: %" PRIuFAST64 ", woken by an interrupt: %" PRIuFAST64, atomic_load(&waits),
-                atomic_load(&woken));
+        ivc_log("interrupt waits: %" PRIuFAST64 ", woken by an interrupt: %" PRIuFAST64 ", timed out: %" PRIuFAST64,
+                atomic_load(&waits), atomic_load(&woken), atomic_load(&timed_out));
     else if (vector_count != 0)
-        ivc_trace("interrupt waits: %" PRIuFAST64 ", woken by an interrupt: %" PRIuFAST64, atomic_load(&waits),
-                  atomic_load(&woken));
+        ivc_trace("interrupt waits: %" PRIuFAST64 ", woken by an interrupt: %" PRIuFAST64 ", timed out: %" PRIuFAST64,
+                  atomic_load(&waits), atomic_load(&woken), atomic_load(&timed_out));
 }
 
 void ivc_interrupts_forget_process(void)
@@ -218,6 +219,7 @@ void ivc_interrupts_forget_process(void)
      * parent's); the counters were the parent's */
     atomic_store(&waits, 0);
     atomic_store(&woken, 0);
+    atomic_store(&timed_out, 0);
 }
 
 int ivc_interrupts_usable(uint32_t channel_index, uint32_t channel_count)
@@ -255,6 +257,10 @@ int ivc_interrupts_wait(uint32_t channel_index, uint64_t timeout_ns)
         atomic_fetch_add_explicit(&woken, 1, memory_order_relaxed);
         return 1;
     }
+    if (ready == 0)
+        atomic_fetch_add_explicit(&timed_out, 1, memory_order_relaxed);
+    else
+        ivc_trace("channel %u: poll on its vector: %s", channel_index, ready < 0 ? strerror(errno) : "no event");
     return 0;
 }
 
