@@ -182,8 +182,17 @@ static int waiter_sleeps(const struct waiter *w)
 /* Sleeps on the channel's vector (guest_waiting is 1 and the condition was false after it). */
 static CUresult waiter_block(struct waiter *w, struct ivc_channel *ch, const char *what)
 {
-    if (ivc_interrupts_wait(ch->index, INTERRUPT_SLEEP_NS) < 0)
+    int woken = ivc_interrupts_wait(ch->index, INTERRUPT_SLEEP_NS);
+    if (woken < 0)
         w->interruptible = 0; /* the daemon stopped: poll from now on */
+    else if (woken == 0)
+        ivc_trace("channel %u: still waiting for %s after a %llu ms sleep (guest_waiting %u, resp_seq %llu, "
+                  "req_seq %llu, server_chunk %llu, guest_chunk %llu)", ch->index, what, INTERRUPT_SLEEP_NS / 1000000,
+                  ivc_load32(ch->base + IVC_CH_GUEST_WAITING),
+                  (unsigned long long)ivc_load64(ch->base + IVC_CH_RESP_SEQ),
+                  (unsigned long long)ivc_load64(ch->base + IVC_CH_REQ_SEQ),
+                  (unsigned long long)ivc_load64(ch->base + IVC_CH_SERVER_CHUNK),
+                  (unsigned long long)ivc_load64(ch->base + IVC_CH_GUEST_CHUNK));
     return waiter_check(w, ch, what, now_ns());
 }
 
