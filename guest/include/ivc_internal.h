@@ -99,6 +99,8 @@ struct ivc_region {
 /* Checks a header against the mapped size; on failure writes "FIELD found, expected"
  * into message and returns 0. */
 int ivc_region_check(const uint8_t *base, size_t mapped, char *message, size_t capacity);
+/* A sysfs number such as vendor (0x1af4): 0 if the file cannot be read as hex. */
+int ivc_read_hex_file(const char *path, unsigned long *value);
 /* The first PCI device 1af4:1110 under <IVCUDA_SYSFS_ROOT or /sys>/bus/pci/devices whose
  * BAR2 starts with the magic: its sysfs directory and BAR2 mapped. 0 with a message if none. */
 int ivc_pci_find(char *device_dir, size_t dir_capacity, uint8_t **base, size_t *size, char *message,

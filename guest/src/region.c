@@ -104,7 +104,7 @@ static int map_file(const char *path, uint8_t **base, size_t *size, char *why, s
     return 1;
 }
 
-static int read_hex_file(const char *path, unsigned long *value)
+int ivc_read_hex_file(const char *path, unsigned long *value)
 {
     FILE *f = fopen(path, "re");
     if (f == NULL)
@@ -161,10 +161,10 @@ int ivc_pci_find(char *device_dir, size_t dir_capacity, uint8_t **base, size_t *
         snprintf(dir, sizeof dir, "%s/%s", dir_path, entry->d_name);
         unsigned long vendor = 0, device = 0;
         snprintf(path, sizeof path, "%s/vendor", dir);
-        if (!read_hex_file(path, &vendor) || vendor != 0x1af4)
+        if (!ivc_read_hex_file(path, &vendor) || vendor != 0x1af4)
             continue;
         snprintf(path, sizeof path, "%s/device", dir);
-        if (!read_hex_file(path, &device) || device != 0x1110)
+        if (!ivc_read_hex_file(path, &device) || device != 0x1110)
             continue;
         snprintf(path, sizeof path, "%s/resource2", dir);
         char why[300];

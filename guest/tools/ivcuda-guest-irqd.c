@@ -142,16 +142,6 @@ static void link_name(const char *link, char *name, size_t capacity)
     snprintf(name, capacity, "%s", slash ? slash + 1 : target);
 }
 
-static int read_hex(const char *path, unsigned long *value)
-{
-    FILE *file = fopen(path, "re");
-    if (file == NULL)
-        return 0;
-    int ok = fscanf(file, "%lx", value) == 1;
-    fclose(file);
-    return ok;
-}
-
 /* ---- the device ------------------------------------------------------------------------------ */
 
 static int find_device(struct daemon_state *s, const struct options *o)
@@ -180,12 +170,12 @@ static int find_device(struct daemon_state *s, const struct options *o)
     char path[PATH_MAX + 16];
     unsigned long vendor = 0, device = 0;
     snprintf(path, sizeof path, "%s/vendor", s->device_dir);
-    if (!read_hex(path, &vendor)) {
+    if (!ivc_read_hex_file(path, &vendor)) {
         fail_message("--device %s: no such PCI device (%s cannot be read)", o->device, path);
         return 0;
     }
     snprintf(path, sizeof path, "%s/device", s->device_dir);
-    if (!read_hex(path, &device) || vendor != 0x1af4 || device != 0x1110) {
+    if (!ivc_read_hex_file(path, &device) || vendor != 0x1af4 || device != 0x1110) {
         fail_message("--device %s is %04lx:%04lx, not an ivshmem device (1af4:1110)", o->device, vendor, device);
         return 0;
     }

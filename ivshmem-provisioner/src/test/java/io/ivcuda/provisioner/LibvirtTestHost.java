@@ -2,8 +2,10 @@ package io.ivcuda.provisioner;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.ivcuda.common.InstancePaths;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -103,5 +105,27 @@ final class LibvirtTestHost {
             }
             Thread.sleep(100);
         }
+    }
+
+    /** The server processes of one VM: every one carries {@code --config <instance config>}. */
+    static List<Long> serverPids(InstancePaths paths) {
+        List<Long> pids = new ArrayList<>();
+        try (DirectoryStream<Path> procs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
+            for (Path proc : procs) {
+                try {
+                    String cmdline = Files.readString(proc.resolve("cmdline"), StandardCharsets.UTF_8);
+                    String stat = Files.readString(proc.resolve("stat"));
+                    char state = stat.charAt(stat.lastIndexOf(')') + 2);
+                    if (state != 'Z' && List.of(cmdline.split("\0")).contains(paths.instanceConfig().toString())) {
+                        pids.add(Long.parseLong(proc.getFileName().toString()));
+                    }
+                } catch (IOException | RuntimeException e) {
+                    // gone meanwhile
+                }
+            }
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
+        return pids;
     }
 }

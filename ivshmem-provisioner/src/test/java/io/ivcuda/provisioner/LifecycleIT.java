@@ -3,6 +3,7 @@ package io.ivcuda.provisioner;
 import static io.ivcuda.provisioner.LibvirtTestHost.URI;
 import static io.ivcuda.provisioner.LibvirtTestHost.javaCommand;
 import static io.ivcuda.provisioner.LibvirtTestHost.run;
+import static io.ivcuda.provisioner.LibvirtTestHost.serverPids;
 import static io.ivcuda.provisioner.LibvirtTestHost.virsh;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -20,7 +21,6 @@ import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -423,28 +423,6 @@ class LifecycleIT {
             channel.read(header, 0);
         }
         return header;
-    }
-
-    /** The server processes of one VM: every one carries {@code --config <instance config>}. */
-    private static List<Long> serverPids(InstancePaths paths) {
-        List<Long> pids = new ArrayList<>();
-        try (DirectoryStream<Path> procs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
-            for (Path proc : procs) {
-                try {
-                    String cmdline = Files.readString(proc.resolve("cmdline"), StandardCharsets.UTF_8);
-                    String stat = Files.readString(proc.resolve("stat"));
-                    char state = stat.charAt(stat.lastIndexOf(')') + 2);
-                    if (state != 'Z' && List.of(cmdline.split("\0")).contains(paths.instanceConfig().toString())) {
-                        pids.add(Long.parseLong(proc.getFileName().toString()));
-                    }
-                } catch (IOException | RuntimeException e) {
-                    // gone meanwhile
-                }
-            }
-        } catch (IOException e) {
-            throw new AssertionError(e);
-        }
-        return pids;
     }
 
     // ---- libvirt through virsh, as a user would ----------------------------------------------------

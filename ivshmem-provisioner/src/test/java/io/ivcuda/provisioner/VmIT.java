@@ -3,6 +3,7 @@ package io.ivcuda.provisioner;
 import static io.ivcuda.provisioner.LibvirtTestHost.URI;
 import static io.ivcuda.provisioner.LibvirtTestHost.javaCommand;
 import static io.ivcuda.provisioner.LibvirtTestHost.run;
+import static io.ivcuda.provisioner.LibvirtTestHost.serverPids;
 import static io.ivcuda.provisioner.LibvirtTestHost.virsh;
 import static io.ivcuda.provisioner.LibvirtTestHost.waitFor;
 
@@ -19,11 +20,9 @@ import io.ivcuda.common.Mode;
 import io.ivcuda.common.ShmemDevice;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -313,28 +312,6 @@ class VmIT {
         List<Path> files = List.of(paths.regionFile(), paths.doorbellSocket(), paths.instanceConfig(), paths.pidfile());
         waitFor(() -> files.stream().noneMatch(Files::exists), WAIT_MS,
                 "the hook's release removes " + files);
-    }
-
-    /** The server processes of one VM: every one carries {@code --config <instance config>}. */
-    private static List<Long> serverPids(InstancePaths paths) {
-        List<Long> pids = new ArrayList<>();
-        try (DirectoryStream<Path> procs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
-            for (Path proc : procs) {
-                try {
-                    String cmdline = Files.readString(proc.resolve("cmdline"), StandardCharsets.UTF_8);
-                    String stat = Files.readString(proc.resolve("stat"));
-                    char state = stat.charAt(stat.lastIndexOf(')') + 2);
-                    if (state != 'Z' && List.of(cmdline.split("\0")).contains(paths.instanceConfig().toString())) {
-                        pids.add(Long.parseLong(proc.getFileName().toString()));
-                    }
-                } catch (IOException | RuntimeException e) {
-                    // gone meanwhile
-                }
-            }
-        } catch (IOException e) {
-            throw new AssertionError(e);
-        }
-        return pids;
     }
 
     // ---- host set-up -------------------------------------------------------------------------------
