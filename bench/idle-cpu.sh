@@ -8,6 +8,8 @@
 # server's socket as QEMU does and hands the guest library the server's eventfds to ring.
 #
 # usage: bench/idle-cpu.sh [CHANNELS] [SECONDS]     (defaults 8 and 30; after mvn package and make -C guest)
+#        CHANNELS 0: no guest process attaches (only the idle window; no wake-up or busy figures)
+#        MODES=doorbell bench/idle-cpu.sh   only the modes named (default "plain doorbell")
 #        SERVER_JAVA_OPTS="-XX:+UseSerialGC ..." bench/idle-cpu.sh   (JVM options of the server)
 #        PIN=1 bench/idle-cpu.sh   server on CPU 0, guest program on CPU 1 (taskset): on a small or
 #        busy machine the two may otherwise share one CPU, and each call then waits for the other's
@@ -40,7 +42,8 @@ sys.exit(0 if struct.unpack_from('<Q', h)[0] == 0x3130414455435649 and struct.un
 PY
 }
 
-for mode in plain doorbell; do
+modes=${MODES:-plain doorbell}
+for mode in $modes; do
     region=/dev/shm/ivcuda-idle-$$-$mode
     socket=$work/$mode.sock
     pin_server=(); pin_guest=()
@@ -68,12 +71,12 @@ done
 value() { awk -v k="$2" '$1 == k {print $2}' "$out/$1.txt"; }
 echo "| mode | idle CPU, % of a core (stat) | idle CPU (schedstat) | wake-up p50 / p90 / max µs | busy round trip p50 / p90 µs |"
 echo "|---|---|---|---|---|"
-for mode in plain doorbell; do
+for mode in $modes; do
     echo "| $mode | $(value $mode idle_cpu_stat_percent) | $(value $mode idle_cpu_schedstat_percent) |" \
          "$(value $mode wake_p50_us) / $(value $mode wake_p90_us) / $(value $mode wake_max_us) |" \
          "$(value $mode busy_p50_us) / $(value $mode busy_p90_us) |"
 done
 echo "($channels idle channels, ${seconds} s; server JVM options: ${SERVER_JAVA_OPTS:-none}; pinned: ${PIN:-0}; $(nproc) CPUs, $(uname -r), $(java -version 2>&1 | head -1))"
-for mode in plain doorbell; do
-    echo "$mode server threads, ms of CPU in the idle window: $(awk '$1 == "idle_thread_ms" {printf "%s %s, ", $2, $3}' "$out/$mode.txt")"
+for mode in $modes; do
+    echo "$mode server threads, ms of CPU (times run) in the idle window: $(awk '$1 == "idle_thread_ms" {printf "%s %s (%s), ", $2, $3, $4}' "$out/$mode.txt")"
 done
