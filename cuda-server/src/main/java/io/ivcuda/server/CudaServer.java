@@ -372,6 +372,8 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     private void watch() {
         while (running) {
             for (Long token = reclaimsDue.poll(); token != null && running; token = reclaimsDue.poll()) {
+                LOG.warn("owner pid {} (token {}): heartbeat stopped for {} ms while the VM's went on: reclaiming",
+                        token >>> 32, Long.toHexString(token), config.ownerTimeoutMs());
                 reclaim(token, null);
             }
             synchronized (this) {
@@ -443,11 +445,9 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
                 l.changedAtNanos = now;
                 l.guestBeatAtChange = guestBeat;
             } else if (now - l.changedAtNanos >= timeoutNs && guestBeat - l.guestBeatAtChange >= GUEST_BEATS_FOR_RECLAIM) {
-                long token = it.getLongKey();
-                LOG.warn("owner pid {} (token {}): heartbeat stopped for {} ms while the VM's went on: reclaiming",
-                        token >>> 32, Long.toHexString(token), config.ownerTimeoutMs());
+                // the watcher logs and reclaims: the heartbeat thread never waits on anything, output included
+                reclaimsDue.add(it.getLongKey());
                 it.remove();
-                reclaimsDue.add(token);
                 watcherNeeded = true;
             }
         }
