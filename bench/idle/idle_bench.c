@@ -112,6 +112,7 @@ struct task_time {
     int tid;
     char comm[32];
     long long ns;
+    long long slices; /* times it ran (schedstat's third field): its wake-ups, near enough */
 };
 
 static int task_times(int pid, struct task_time *out, int capacity)
@@ -131,8 +132,8 @@ static int task_times(int pid, struct task_time *out, int capacity)
         FILE *f = fopen(path, "r");
         if (f == NULL)
             continue;
-        long long run = 0;
-        int ok = fscanf(f, "%lld", &run) == 1;
+        long long run = 0, waited = 0, slices = 0;
+        int ok = fscanf(f, "%lld %lld %lld", &run, &waited, &slices) == 3;
         fclose(f);
         snprintf(path, sizeof path, "%s/%s/comm", dir_path, e->d_name);
         f = fopen(path, "r");
@@ -148,6 +149,7 @@ static int task_times(int pid, struct task_time *out, int capacity)
         if (ok) {
             out[n].tid = atoi(e->d_name);
             out[n].ns = run;
+            out[n].slices = slices;
             n++;
         }
     }
@@ -176,18 +178,24 @@ int main(int argc, char **argv)
     }
     int pid = atoi(argv[1]), channels = atoi(argv[2]), seconds = atoi(argv[3]);
     int wakes = atoi(argv[4]), busy = atoi(argv[5]);
-    CUdevice device;
-    check(cuInit(0), "cuInit");
-    check(cuDeviceGet(&device, 0), "cuDeviceGet");
-    check(cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
-    check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
-    check(cuCtxSynchronize(), "cuCtxSynchronize");
+    pthread_t *threads = NULL;
+    if (channels == 0) { /* no guest process at all: only the idle window */
+        wakes = 0;
+        busy = 0;
+    } else {
+        CUdevice device;
+        check(cuInit(0), "cuInit");
+        check(cuDeviceGet(&device, 0), "cuDeviceGet");
+        check(cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
+        check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+        check(cuCtxSynchronize(), "cuCtxSynchronize");
 
-    pthread_barrier_init(&attached, NULL, (unsigned)channels);
-    pthread_t *threads = calloc((size_t)channels, sizeof *threads);
-    for (int i = 1; i < channels; i++)
-        pthread_create(&threads[i], NULL, idle_thread, NULL);
-    pthread_barrier_wait(&attached); /* this thread is channel 0 */
+        pthread_barrier_init(&attached, NULL, (unsigned)channels);
+        threads = calloc((size_t)channels, sizeof *threads);
+        for (int i = 1; i < channels; i++)
+            pthread_create(&threads[i], NULL, idle_thread, NULL);
+        pthread_barrier_wait(&attached); /* this thread is channel 0 */
+    }
     printf("channels %d\n", channels);
     fflush(stdout);
 
@@ -206,8 +214,9 @@ int main(int argc, char **argv)
     printf("idle_cpu_schedstat_percent %.4f\n", 100.0 * (double)(run1 - run0) / 1e9 / wall);
     for (int i = 0; i < n_after; i++)
         for (int j = 0; j < n_before; j++)
-            if (after[i].tid == before[j].tid && after[i].ns - before[j].ns >= 10000)
-                printf("idle_thread_ms %s %.2f\n", after[i].comm, (after[i].ns - before[j].ns) / 1e6);
+            if (after[i].tid == before[j].tid && after[i].slices != before[j].slices)
+                printf("idle_thread_ms %s %.2f %lld\n", after[i].comm, (after[i].ns - before[j].ns) / 1e6,
+                       after[i].slices - before[j].slices);
     fflush(stdout);
 
     uint64_t *ns = calloc((size_t)(wakes > busy ? wakes : busy) + 1, sizeof *ns);

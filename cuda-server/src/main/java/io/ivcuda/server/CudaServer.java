@@ -29,20 +29,22 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashMap;
-import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import org.agrona.collections.Long2ObjectHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
 /**
  * One VM's server: lays out and maps the region, writes the header (READY last), runs the
- * heartbeat and the channel watcher (attach a worker per claimed channel, liveness and reclaim
- * per owner token, docs/protocol.md §7), and shuts down cleanly (STOPPING → free → STOPPED).
- * In doorbell mode it is also the VM's ivshmem server (listening before READY) and its idle
- * threads sleep until the guest rings; when QEMU leaves, the VM is gone and so is this server.
+ * heartbeat (which also checks liveness per owner token, docs/protocol.md §7) and the channel
+ * watcher (attaches a worker per claimed channel, reclaims), and shuts down cleanly
+ * (STOPPING → free → STOPPED). In doorbell mode it is also the VM's ivshmem server (listening
+ * before READY) and its idle threads sleep until the guest rings: an idle VM's server wakes one
+ * thread once a second, the heartbeat; when QEMU leaves, the VM is gone and so is this server.
  */
 public final class CudaServer implements ServerHooks, AutoCloseable {
     private static final Logger LOG = LogManager.getLogger(CudaServer.class);
@@ -55,7 +57,8 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     /**
      * Doorbell mode beats and checks liveness once a second: each wake-up of an idle server costs
      * CPU, the guest declares a server dead only after 5 s without a beat, and owners time out after
-     * owner.timeout.ms (≥ 10 beats of the guest's 250 ms heartbeat are still seen).
+     * owner.timeout.ms (≥ 10 beats of the guest's 250 ms heartbeat are still seen). Both are done by
+     * the one heartbeat thread, so an idle doorbell server has a single periodic wake-up.
      */
     private static final long DOORBELL_HEARTBEAT_MS = 1000;
     private static final int GUEST_BEATS_FOR_RECLAIM = 8;
@@ -80,14 +83,24 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     private int regionFd = -1;
     private volatile Runnable whenVmLeaves = () -> { };
 
-    /** Liveness bookkeeping of one token (§7). */
+    /** Liveness bookkeeping of one token (§7); only the heartbeat thread touches it. */
     private static final class Liveness {
         long beatSum;
         long changedAtNanos;
         long guestBeatAtChange;
+        /** This check's sum of the token's owner_heartbeat over its channels. */
+        long sumNow;
+        boolean seenNow;
+        boolean fresh;
     }
 
-    private final Map<Long, Liveness> liveness = new HashMap<>();
+    /** Per token; Agrona's map and its reused iterators keep the once-a-second check free of garbage. */
+    private final Long2ObjectHashMap<Liveness> liveness = new Long2ObjectHashMap<>();
+    /**
+     * Tokens the heartbeat found dead, for the watcher to reclaim: a reclaim may wait up to 10 s for a
+     * worker, which the heartbeat thread must never do.
+     */
+    private final Queue<Long> reclaimsDue = new ConcurrentLinkedQueue<>();
 
     public CudaServer(ServerConfig config) {
         this(config, null);
@@ -175,15 +188,15 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         vm.hooks(this);
 
         running = true;
-        heartbeat = new Thread(this::beat, "heartbeat");
-        heartbeat.setDaemon(true);
-        heartbeat.start();
         watcher = new Thread(this::watch, "channel-watcher");
         watcher.setDaemon(true);
+        heartbeat = new Thread(this::beat, "heartbeat");
+        heartbeat.setDaemon(true);
         if (config.doorbell()) {
             startIvshmemServer();
         }
         watcher.start();
+        heartbeat.start();
         // READY last: in doorbell mode the hook also waits for the socket, which exists by now
         header.putIntRelease(SERVER_STATE, STATE_READY);
         if (config.pidfile() != null) {
@@ -341,10 +354,19 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         return config.doorbell() ? DOORBELL_HEARTBEAT_MS : HEARTBEAT_MS;
     }
 
+    /**
+     * Beats, and checks the owners' liveness at the same wake-up; wakes the watcher only when it has
+     * work the guest did not ring for (a reclaim, a claim from a guest that cannot ring). Never
+     * blocks on anything but its own sleep: the guest times the server out on this counter.
+     */
     private void beat() {
+        long period = TimeUnit.MILLISECONDS.toNanos(heartbeatMs());
         while (running) {
             header.addLongRelease(SERVER_HEARTBEAT, 1);
-            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(heartbeatMs()));
+            if (checkLiveness(System.nanoTime())) {
+                LockSupport.unpark(watcher);
+            }
+            LockSupport.parkNanos(this, period);
         }
     }
 
@@ -357,8 +379,12 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     }
 
     private void watch() {
-        long nextLiveness = System.nanoTime();
         while (running) {
+            for (Long token = reclaimsDue.poll(); token != null && running; token = reclaimsDue.poll()) {
+                LOG.warn("owner pid {} (token {}): heartbeat stopped for {} ms while the VM's went on: reclaiming",
+                        token >>> 32, Long.toHexString(token), config.ownerTimeoutMs());
+                reclaim(token, null);
+            }
             synchronized (this) {
                 for (int i = 0; i < channels.length && running; i++) {
                     ChannelWorker w = workers[i];
@@ -375,47 +401,66 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
                     }
                 }
             }
-            long now = System.nanoTime();
-            if (now - nextLiveness >= 0) {
-                nextLiveness = now + TimeUnit.MILLISECONDS.toNanos(heartbeatMs());
-                checkLiveness(now);
+            if (config.doorbell()) {
+                // a claim's ivc_hello rings (the Doorbells unpark us), a leaving worker nudges us, the
+                // heartbeat wakes us for reclaims and for claims nobody rang for (a guest without BAR0)
+                LockSupport.park(this);
+            } else {
+                // every millisecond while claims come, wait.idle.park.ms once none came for a while
+                // (a new guest thread's first call waits at most that long)
+                LockSupport.parkNanos(this, watchPeriod(System.nanoTime()));
             }
-            // doorbell: a claim's ivc_hello rings (the Doorbells unpark us); the liveness period bounds the sleep.
-            // plain: every millisecond while claims come, wait.idle.park.ms once none came for a while
-            // (a new guest thread's first call waits at most that long)
-            LockSupport.parkNanos(config.doorbell() ? TimeUnit.MILLISECONDS.toNanos(heartbeatMs()) : watchPeriod(now));
         }
     }
 
-    /** Reclaims tokens whose heartbeat stopped while the VM's guest heartbeat went on (§7). */
-    private void checkLiveness(long now) {
-        Map<Long, Long> sums = new HashMap<>();
+    /**
+     * Finds tokens whose heartbeat stopped while the VM's guest heartbeat went on (§7) and queues
+     * them for the watcher. Returns whether the watcher has work: such a reclaim, or a claimed
+     * channel without a worker (its claimer's ring may never come: a guest without BAR0 rings not).
+     */
+    private boolean checkLiveness(long now) {
+        boolean watcherNeeded = false;
+        for (Liveness l : liveness.values()) {
+            l.sumNow = 0;
+            l.seenNow = false;
+        }
         for (UnsafeBuffer c : channels) {
             long owner = c.getLongVolatile(ChannelLayout.OWNER);
-            if (owner != 0) {
-                sums.merge(owner, c.getLongVolatile(ChannelLayout.OWNER_HEARTBEAT), Long::sum);
-            }
-        }
-        long guestBeat = header.getLongVolatile(GUEST_HEARTBEAT);
-        liveness.keySet().retainAll(sums.keySet());
-        for (Map.Entry<Long, Long> e : sums.entrySet()) {
-            Liveness l = liveness.get(e.getKey());
-            if (l == null || l.beatSum != e.getValue()) {
-                l = l == null ? new Liveness() : l;
-                l.beatSum = e.getValue();
-                l.changedAtNanos = now;
-                l.guestBeatAtChange = guestBeat;
-                liveness.put(e.getKey(), l);
+            if (owner == 0) {
                 continue;
             }
-            if (now - l.changedAtNanos >= TimeUnit.MILLISECONDS.toNanos(config.ownerTimeoutMs())
-                    && guestBeat - l.guestBeatAtChange >= GUEST_BEATS_FOR_RECLAIM) {
-                LOG.warn("owner pid {} (token {}): heartbeat stopped for {} ms while the VM's went on: reclaiming",
-                        e.getKey() >>> 32, Long.toHexString(e.getKey()), config.ownerTimeoutMs());
-                liveness.remove(e.getKey());
-                reclaim(e.getKey(), null);
+            if (c.getIntVolatile(ChannelLayout.ATTACHED) == 0) {
+                watcherNeeded = true;
+            }
+            Liveness l = liveness.get(owner);
+            if (l == null) {
+                l = new Liveness();
+                l.fresh = true;
+                liveness.put(owner, l);
+            }
+            l.sumNow += c.getLongVolatile(ChannelLayout.OWNER_HEARTBEAT);
+            l.seenNow = true;
+        }
+        long guestBeat = header.getLongVolatile(GUEST_HEARTBEAT);
+        long timeoutNs = TimeUnit.MILLISECONDS.toNanos(config.ownerTimeoutMs());
+        for (var it = liveness.entrySet().iterator(); it.hasNext(); ) {
+            it.next();
+            Liveness l = it.getValue();
+            if (!l.seenNow) {
+                it.remove();
+            } else if (l.fresh || l.beatSum != l.sumNow) {
+                l.fresh = false;
+                l.beatSum = l.sumNow;
+                l.changedAtNanos = now;
+                l.guestBeatAtChange = guestBeat;
+            } else if (now - l.changedAtNanos >= timeoutNs && guestBeat - l.guestBeatAtChange >= GUEST_BEATS_FOR_RECLAIM) {
+                // the watcher logs and reclaims: the heartbeat thread never waits on anything, output included
+                reclaimsDue.add(it.getLongKey());
+                it.remove();
+                watcherNeeded = true;
             }
         }
+        return watcherNeeded;
     }
 
     /** Stops the token's workers (except {@code caller}), releases its channels and frees its resources. */
@@ -467,6 +512,9 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         }
         header.putIntRelease(SERVER_STATE, STATE_STOPPING);
         running = false;
+        // both may sleep long (a doorbell watcher until woken): wake them to see running == false
+        LockSupport.unpark(watcher);
+        LockSupport.unpark(heartbeat);
         join(watcher);
         join(heartbeat);
         synchronized (this) {

@@ -43,11 +43,18 @@ class DoorbellServerTest {
 
     @BeforeEach
     void start() throws Exception {
+        start(List.of());
+    }
+
+    /** Starts server, QEMU and guest, with {@code extra} configuration keys. */
+    void start(List<String> extra) throws Exception {
         Path region = dir.resolve("region");
         socket = dir.resolve("vm.sock");
-        ServerConfig config = ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
+        List<String> keys = new java.util.ArrayList<>(List.of("region.path=" + region, "region.size=" + SIZE,
                 "channel.count=8", "backend=host-memory", "mode=doorbell", "doorbell.socket=" + socket,
                 "doorbell.vectors=" + VECTORS, "wait.spin.us=0", "doorbell.park.timeout.ms=60000"));
+        keys.addAll(extra);
+        ServerConfig config = ServerConfig.load(List.of(), keys);
         server = new CudaServer(config);
         server.whenVmLeaves(vmLeft::countDown);
         server.start();
@@ -147,6 +154,34 @@ class DoorbellServerTest {
         first.release();
         Channel next = guest.claim(4, TOKEN + 1);
         assertEquals(CuResult.SUCCESS, next.hello().result(), "the old worker left and a new one serves");
+    }
+
+    @Test
+    void aClaimNobodyRingsForIsStillServed() {
+        // a guest without a BAR0 mapping never rings: the watcher sleeps until rung, so the
+        // heartbeat's once-a-second look at the channels must find the claim and wake it
+        guest.bell = null;
+        Channel ch = guest.claim(6, TOKEN);
+        assertEquals(CuResult.SUCCESS, ch.hello().result());
+    }
+
+    @Test
+    void aSilentOwnerIsReclaimedThoughTheWatcherSleeps() throws Exception {
+        stop();
+        start(List.of("owner.timeout.ms=100"));
+        Channel ch = guest.claim(2, TOKEN);
+        assertEquals(CuResult.SUCCESS, ch.hello().result());
+        assertEquals(CuResult.SUCCESS, ch.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(4096)).result());
+        assertEquals(4096, server.vm().allocated());
+        // the VM's heartbeat goes on, the owner's does not: the heartbeat thread finds it, the watcher reclaims
+        long deadline = System.currentTimeMillis() + 15_000;
+        while ((ch.c.getLongVolatile(ChannelLayout.OWNER) != 0 || server.vm().allocated() != 0)
+                && System.currentTimeMillis() < deadline) {
+            guest.header.addLongRelease(HeaderLayout.GUEST_HEARTBEAT, 1);
+            Thread.sleep(50);
+        }
+        assertEquals(0, ch.c.getLongVolatile(ChannelLayout.OWNER), "channel released");
+        assertEquals(0, server.vm().allocated(), "the owner's memory freed");
     }
 
     @Test
