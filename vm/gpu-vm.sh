@@ -12,6 +12,11 @@
 #   vm/gpu-vm.sh          on the GPU machine (/dev/kvm, NVIDIA driver, CUDA toolkit, gcc)
 #   vm/gpu-vm.sh --tcg    software emulation instead of KVM (checks the script anywhere; the
 #                         programs then fail in the VM unless the host has a GPU, and slowly)
+#   --doorbell            (with or without --tcg) the server in doorbell mode is the VM's ivshmem
+#                         server (ivshmem-doorbell, 32 vectors); the VM is a q35 with a virtual
+#                         IOMMU, where ivcuda-guest-irqd binds the device to vfio-pci and the
+#                         programs sleep on their MSI-X vectors (vm/irqd-before.sh sets
+#                         IVCUDA_STATS=1 IVCUDA_SPIN_US=20; the console shows the interrupt counts)
 #
 # QEMU: the carried one in ${IVCUDA_VM_CARRY:-.vmcarry}/qemu.tar.xz (vm/prepare-gpu-carry.sh makes
 # it on a Debian 12 machine), else qemu-system-x86_64 on PATH. The guest's kernel and busybox:
@@ -21,11 +26,15 @@
 set -uo pipefail
 
 ACCEL=kvm
-case "${1:-}" in
-    --tcg) ACCEL=tcg ;;
-    "") ;;
-    *) echo "usage: $0 [--tcg]" >&2; exit 2 ;;
-esac
+DOORBELL=0
+for arg in "$@"; do
+    case "$arg" in
+        --tcg) ACCEL=tcg ;;
+        --doorbell) DOORBELL=1 ;;
+        *) echo "usage: $0 [--tcg] [--doorbell]" >&2; exit 2 ;;
+    esac
+done
+[ "$DOORBELL" = 1 ] && export IVCUDA_MODE=doorbell
 
 # shellcheck source=gpu/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../gpu/lib.sh"
@@ -123,8 +132,17 @@ if [ "$GUEST_OK" = 1 ]; then
         [ -x "$BIN/$p" ] && check_guest_is_loaded "$BIN/$p" && BINARIES+=("$BIN/$p")
     done
     [ -d "$CARRY/guest-base" ] && export IVCUDA_VM_BASE=$CARRY/guest-base
+    IRQ_ARGS=()
+    if [ "$DOORBELL" = 1 ]; then
+        # the guest side of interrupts, as VmIT builds it: vfio's modules, the daemon, its checks
+        gcc -O2 -Wall -Werror -o "$BUILD_DIR/irq-socket-check" "$REPO_ROOT/vm/irq-socket-check.c" ||
+            problem "compiling vm/irq-socket-check.c failed"
+        IRQ_ARGS=(--modules "vfio-pci vfio_iommu_type1" --files "$GUEST_LIB_DIR/ivcuda-guest-irqd=/usr/sbin/ivcuda-guest-irqd"
+                  --files "$BUILD_DIR/irq-socket-check=/usr/bin/irq-socket-check"
+                  --before "$REPO_ROOT/vm/irqd-before.sh" --after "$REPO_ROOT/vm/irqd-after.sh")
+    fi
     if [ "${#BINARIES[@]}" -gt 0 ] && timeout 300 "$REPO_ROOT/vm/build-guest.sh" --args /kernels --files "$KERNELS=/kernels" \
-        "$GUEST_IMAGE" "$GUEST_LIB_DIR" "${BINARIES[@]}" >"$OUT/logs/build-guest.log" 2>&1; then
+        "${IRQ_ARGS[@]}" "$GUEST_IMAGE" "$GUEST_LIB_DIR" "${BINARIES[@]}" >"$OUT/logs/build-guest.log" 2>&1; then
         IMAGE_OK=1
         log "$(tail -1 "$OUT/logs/build-guest.log")"
     else
@@ -153,15 +171,28 @@ if [ "$QEMU_OK" = 1 ] && [ "$IMAGE_OK" = 1 ] && [ "$JAVA_OK" = 1 ]; then
         cpu=host
         [ "$ACCEL" = tcg ] && cpu=max
         t=$(bounded_timeout "$VM_TIMEOUT_S")
-        log "vm: booting ($ACCEL, $VM_CPUS cpus, $VM_MEMORY_MB MiB, ivshmem-plain on $REGION_PATH), at most ${t}s"
+        if [ "$DOORBELL" = 1 ]; then
+            # interrupt remapping, or vfio_iommu_type1 refuses MSI-X; under KVM it needs QEMU's own I/O APIC
+            machine=q35
+            [ "$ACCEL" = kvm ] && machine=q35,kernel-irqchip=split
+            device=(-machine "$machine" -device intel-iommu,intremap=on
+                    -chardev "socket,path=$DOORBELL_SOCKET,id=ivcuda"
+                    -device "ivshmem-doorbell,chardev=ivcuda,vectors=$DOORBELL_VECTORS")
+            append="console=ttyS0 panic=-1 quiet intel_iommu=on ivcuda.irqd"
+            what="ivshmem-doorbell from the server's socket, vIOMMU"
+        else
+            device=(-object "memory-backend-file,id=ivcuda,mem-path=$REGION_PATH,size=$REGION_SIZE,share=on"
+                    -device ivshmem-plain,memdev=ivcuda)
+            append="console=ttyS0 panic=-1 quiet"
+            what="ivshmem-plain on $REGION_PATH"
+        fi
+        log "vm: booting ($ACCEL, $VM_CPUS cpus, $VM_MEMORY_MB MiB, $what), at most ${t}s"
         t0=$(now_s)
         timeout -k 10 "$t" "${QEMU_ENV[@]}" "$QEMU" "${QEMU_ARGS[@]}" -accel "$ACCEL" -cpu "$cpu" \
             -smp "$VM_CPUS" -m "$VM_MEMORY_MB" -nodefaults -no-user-config -display none -no-reboot \
             -serial "file:$CONSOLE" \
             -kernel "$GUEST_IMAGE/vmlinuz" -initrd "$GUEST_IMAGE/initramfs.cpio.gz" \
-            -append "console=ttyS0 panic=-1 quiet" \
-            -object "memory-backend-file,id=ivcuda,mem-path=$REGION_PATH,size=$REGION_SIZE,share=on" \
-            -device ivshmem-plain,memdev=ivcuda >"$OUT/logs/qemu.log" 2>&1
+            -append "$append" "${device[@]}" >"$OUT/logs/qemu.log" 2>&1
         qemu_rc=$?
         VM_WALL_TOTAL=$(elapsed_s "$t0" "$(now_s)")
         log "vm: QEMU exited with status $qemu_rc after ${VM_WALL_TOTAL}s"
@@ -173,8 +204,13 @@ if [ "$QEMU_OK" = 1 ] && [ "$IMAGE_OK" = 1 ] && [ "$JAVA_OK" = 1 ]; then
             [ -x "$BIN/$p" ] || continue
             extract_from_console "$p" "$OUT/logs/$p.vm"
             VM_RC[$p]=$RUN_RC; VM_WALL[$p]=$RUN_WALL
-            log "vm $p: rc=$RUN_RC wall=${RUN_WALL}s"
+            log "vm $p: rc=$RUN_RC wall=${RUN_WALL}s $(grep -m1 'interrupt waits' "$OUT/logs/$p.vm.err")"
         done
+        if [ "$DOORBELL" = 1 ]; then
+            grep -E '^IVCUDA-(IRQD|INTERRUPTS)|^irq-socket-check|vfio-msix' <(tr -d '\r' <"$CONSOLE") | head -20 >"$OUT/logs/vm-interrupts.log"
+            log "vm: $(grep -c . "$OUT/logs/vm-interrupts.log") interrupt lines on the console (logs/vm-interrupts.log)"
+            grep -q '^IVCUDA-IRQD: ivcuda-guest-irqd: device' "$OUT/logs/vm-interrupts.log" || problem "ivcuda-guest-irqd did not start in the guest"
+        fi
         hellos=$(grep -c 'hello from library' "$OUT/logs/server.log")
         log "server: $hellos hello(s) from guest processes"
         [ "$hellos" -gt 0 ] || problem "the server saw no guest hello"
@@ -195,7 +231,11 @@ compare_with_native vm VM_RC "in the VM"
     echo "| commit | $(git_commit) |"
     echo "| command | \`vm/gpu-vm.sh${1:+ $1}\` |"
     echo "| VM | QEMU $([ -n "$QEMU" ] && "${QEMU_ENV[@]}" "$QEMU" -version | head -1 | sed 's/^QEMU emulator version //'), accel **$ACCEL**, $VM_CPUS vCPUs, $VM_MEMORY_MB MiB, guest kernel $(cat "${IVCUDA_VM_BASE:-/nonexistent}/kernel-package" 2>/dev/null || sed -n 's/^guest: .*vmlinuz (\(.*\)), .*/\1/p' "$OUT/logs/build-guest.log" 2>/dev/null) |"
-    echo "| region | ivshmem-plain BAR2 on $REGION_PATH, $REGION_SIZE bytes; found by the guest library's PCI scan |"
+    if [ "$DOORBELL" = 1 ]; then
+        echo "| region | ivshmem-doorbell BAR2 (the server's region fd over its socket, $REGION_SIZE bytes, $DOORBELL_VECTORS vectors); q35 with a vIOMMU, ivcuda-guest-irqd in the guest, programs sleeping on MSI-X |"
+    else
+        echo "| region | ivshmem-plain BAR2 on $REGION_PATH, $REGION_SIZE bytes; found by the guest library's PCI scan |"
+    fi
     echo "| VM wall s | $VM_WALL_TOTAL (boot, all programs, power-off) |"
     echo
     echo "Outputs are compared without their \`time:\` and \`info:\` lines. VM times are measured in the guest."
