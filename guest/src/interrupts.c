@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +29,23 @@ static int vector_fds[IRQ_MAX_VECTORS];
 static uint32_t vector_count; /* 0: no interrupts, poll */
 static int daemon_socket = -1;
 static atomic_int source_lost;
+/* A daemon that stopped may come back (a restart, an upgrade): asked again at most once a second. */
+static const struct ivc_region *daemon_region;
+static pthread_mutex_t reconnect_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t last_reconnect_ns;
 static atomic_uint_fast64_t waits;
 static atomic_uint_fast64_t woken;
 static atomic_uint_fast64_t timed_out;
+
+/* Reconnect attempts (once a second) say why they failed only in the trace. */
+static int quiet;
+#define say(...)                    \
+    do {                            \
+        if (quiet)                  \
+            ivc_trace(__VA_ARGS__); \
+        else                        \
+            ivc_log(__VA_ARGS__);   \
+    } while (0)
 
 static void close_all(void)
 {
@@ -129,7 +145,7 @@ static int receive(int sock, const struct ivc_region *region, const char *path)
         if (!set_nonblocking(fds[i]))
             why = "an attached descriptor cannot be made non-blocking";
     if (why != NULL) {
-        ivc_log("interrupt socket %s: %s; polling", path, why);
+        say("interrupt socket %s: %s; polling", path, why);
         for (uint32_t i = 0; i < fd_count; i++)
             close(fds[i]);
         return 0;
@@ -139,7 +155,7 @@ static int receive(int sock, const struct ivc_region *region, const char *path)
     return 1;
 }
 
-static void from_daemon(const struct ivc_region *region)
+static int from_daemon(const struct ivc_region *region)
 {
     const char *path = getenv("IVCUDA_IRQ_SOCKET");
     if (path == NULL || path[0] == '\0')
@@ -147,28 +163,30 @@ static void from_daemon(const struct ivc_region *region)
     struct sockaddr_un address = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof address.sun_path) {
         ivc_log("IVCUDA_IRQ_SOCKET=%s: longer than a socket path may be; polling", path);
-        return;
+        return 0;
     }
     strcpy(address.sun_path, path);
     int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (sock < 0)
-        return;
+        return 0;
     if (connect(sock, (struct sockaddr *)&address, sizeof address) != 0) {
         /* no daemon is the normal case of a guest without an interrupt path */
         if (errno == ENOENT || errno == ECONNREFUSED)
             ivc_trace("interrupt socket %s: %s; polling", path, strerror(errno));
         else
-            ivc_log("interrupt socket %s: %s; polling", path, strerror(errno));
+            say("interrupt socket %s: %s; polling", path, strerror(errno));
         close(sock);
-        return;
+        return 0;
     }
-    struct timeval limit = {1, 0}; /* a daemon that accepts and says nothing must not hang cuInit */
+    /* a daemon that accepts and says nothing must not hang cuInit, nor a call that reconnects */
+    struct timeval limit = {quiet ? 0 : 1, quiet ? 50000 : 0};
     setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
     if (!receive(sock, region, path)) {
         close(sock);
-        return;
+        return 0;
     }
     daemon_socket = sock;
+    return 1;
 }
 
 void ivc_interrupts_open(const struct ivc_region *region)
@@ -186,6 +204,7 @@ void ivc_interrupts_open(const struct ivc_region *region)
         from_environment(list);
         source = "IVCUDA_IRQ_EVENTFDS";
     } else {
+        daemon_region = region;
         from_daemon(region);
         source = getenv("IVCUDA_IRQ_SOCKET") && getenv("IVCUDA_IRQ_SOCKET")[0] ? getenv("IVCUDA_IRQ_SOCKET")
                                                                                : IRQ_SOCKET_DEFAULT;
@@ -222,8 +241,40 @@ void ivc_interrupts_forget_process(void)
     atomic_store(&timed_out, 0);
 }
 
+/* The daemon's socket ended: ask it again, at most once a second and by one thread. A thread
+ * still sleeping on an old descriptor wakes at its 100 ms limit and takes the new ones. */
+static void reconnect(void)
+{
+    if (daemon_region == NULL || pthread_mutex_trylock(&reconnect_lock) != 0)
+        return;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    uint64_t now = (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+    if (atomic_load(&source_lost) && now - last_reconnect_ns >= 1000000000ULL) {
+        last_reconnect_ns = now;
+        int old_fds[IRQ_MAX_VECTORS];
+        uint32_t old_count = vector_count;
+        int old_socket = daemon_socket;
+        memcpy(old_fds, vector_fds, sizeof old_fds);
+        quiet = 1;
+        int back = from_daemon(daemon_region);
+        quiet = 0;
+        if (back) {
+            for (uint32_t v = 0; v < old_count; v++)
+                close(old_fds[v]);
+            if (old_socket >= 0)
+                close(old_socket);
+            atomic_store(&source_lost, 0);
+            ivc_log("interrupt daemon is back: sleeping on interrupts again");
+        }
+    }
+    pthread_mutex_unlock(&reconnect_lock);
+}
+
 int ivc_interrupts_usable(uint32_t channel_index, uint32_t channel_count)
 {
+    if (atomic_load_explicit(&source_lost, memory_order_relaxed))
+        reconnect();
     uint32_t vectors = vector_count;
     if (vectors == 0 || atomic_load_explicit(&source_lost, memory_order_relaxed))
         return 0;

@@ -39,6 +39,14 @@ struct offer {
 static struct offer offer;
 static int client = -1;
 
+static void listen_on_socket(void)
+{
+    listener = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    snprintf(address.sun_path, sizeof address.sun_path, "%s", socket_path);
+    CHECK(bind(listener, (struct sockaddr *)&address, sizeof address) == 0 && listen(listener, 4) == 0);
+}
+
 static void write_file(const char *path, const void *bytes, size_t size)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -74,7 +82,7 @@ static void *daemon_main(void *unused)
         h->cmsg_len = CMSG_LEN(sizeof(int) * offer.fd_count);
         memcpy(CMSG_DATA(h), vector_fds, sizeof(int) * offer.fd_count);
     }
-    CHECK(sendmsg(c, &msg, 0) == (ssize_t)sizeof message);
+    CHECK(sendmsg(c, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof message);
     if (offer.hang_up_after > 0) {
         usleep((useconds_t)offer.hang_up_after * 1000);
         close(c);
@@ -190,10 +198,7 @@ int main(void)
         fake.interrupt_fds[i] = vector_fds[i];
     }
     snprintf(socket_path, sizeof socket_path, "%s/irq.sock", root);
-    listener = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un address = {.sun_family = AF_UNIX};
-    snprintf(address.sun_path, sizeof address.sun_path, "%s", socket_path);
-    CHECK(bind(listener, (struct sockaddr *)&address, sizeof address) == 0 && listen(listener, 4) == 0);
+    listen_on_socket();
     setenv("IVCUDA_IRQ_SOCKET", socket_path, 1);
 
     message_checks();
@@ -240,8 +245,10 @@ int main(void)
     CHECK(cuMemcpyDtoH_v2(back, dptr, sizeof back) == CUDA_SUCCESS);
     CHECK(memcmp(host, back, sizeof host) == 0);
 
-    /* the daemon stops: the library notices at its next sleep and polls from then on */
+    /* the daemon stops (it removes its socket): the library notices at its next sleep and polls */
     close(client);
+    close(listener);
+    unlink(socket_path);
     atomic_store(&fake.response_delay_us, 3000);
     for (int i = 0; i < 3; i++)
         CHECK(cuMemAlloc_v2(&scratch, 64) == CUDA_SUCCESS);
@@ -253,6 +260,24 @@ int main(void)
     uint64_t waits_final = 0, woken_final = 0;
     ivc_interrupts_stats(&waits_final, &woken_final);
     CHECK(waits_final == waits_after); /* no more sleeps on a dead source */
+
+    /* the daemon comes back (a restart): within a second the library sleeps on the new eventfds */
+    for (int i = 0; i < FAKE_CHANNELS; i++) {
+        vector_fds[i] = eventfd(0, EFD_CLOEXEC);
+        CHECK(vector_fds[i] >= 0);
+        fake.interrupt_fds[i] = vector_fds[i]; /* the server raises the new ones */
+    }
+    listen_on_socket();
+    offer = good();
+    CHECK(pthread_create(&t, NULL, daemon_main, NULL) == 0);
+    usleep(1100000);
+    for (int i = 0; i < 3; i++)
+        CHECK(cuMemAlloc_v2(&scratch, 64) == CUDA_SUCCESS);
+    pthread_join(t, NULL);
+    CHECK(ivc_interrupts_usable(0, FAKE_CHANNELS) == 1);
+    uint64_t waits_back = 0, woken_back = 0;
+    ivc_interrupts_stats(&waits_back, &woken_back);
+    CHECK(woken_back >= woken_final + 2);
 
     char command[700];
     snprintf(command, sizeof command, "rm -rf '%s'", root);
