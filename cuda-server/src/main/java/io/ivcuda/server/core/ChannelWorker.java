@@ -136,12 +136,21 @@ public final class ChannelWorker implements Runnable {
             while (!stopping()) {
                 long req = channel.getLongAcquire(REQ_SEQ);
                 if (req != state.lastSeq) {
+                    // The guest stores owner before it publishes req_seq: a request seen here with
+                    // the owner no longer ours is the next process's first one (its hello), for
+                    // the worker the watcher attaches for it — not for this one, which must stop.
+                    if (stopping()) {
+                        break;
+                    }
                     serveRequest(req);
                     idle.reset();
                     continue;
                 }
                 long tail = channel.getLongAcquire(RING_TAIL);
                 if (tail != state.ringHead && !poisoned) {
+                    if (stopping()) {
+                        break; // the same for the next owner's ring records
+                    }
                     drainRing(tail);
                     idle.reset();
                     continue;
