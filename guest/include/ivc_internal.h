@@ -99,6 +99,8 @@ struct ivc_region {
 /* Checks a header against the mapped size; on failure writes "FIELD found, expected"
  * into message and returns 0. */
 int ivc_region_check(const uint8_t *base, size_t mapped, char *message, size_t capacity);
+/* "3,4,5": at most capacity descriptors into fds; their number, or -1 if the list is malformed. */
+int ivc_parse_fd_list(const char *list, int *fds, uint32_t capacity);
 /* A sysfs number such as vendor (0x1af4): 0 if the file cannot be read as hex. */
 int ivc_read_hex_file(const char *path, unsigned long *value);
 /* The first PCI device 1af4:1110 under <IVCUDA_SYSFS_ROOT or /sys>/bus/pci/devices whose

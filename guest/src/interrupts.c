@@ -65,22 +65,17 @@ static int set_nonblocking(int fd)
 
 static void from_environment(const char *list)
 {
-    const char *p = list;
-    uint32_t n = 0;
-    while (*p != '\0') {
-        char *end;
-        errno = 0;
-        long fd = strtol(p, &end, 10);
-        if (end == p || errno != 0 || fd < 0 || fd > 1 << 20 || (*end != ',' && *end != '\0')
-            || n == IRQ_MAX_VECTORS || !set_nonblocking((int)fd)) {
-            ivc_log("IVCUDA_IRQ_EVENTFDS=%s: not a list of at most %d open descriptors; polling", list,
-                    IRQ_MAX_VECTORS);
-            return; /* the descriptors are the parent's: not ours to close */
-        }
-        vector_fds[n++] = (int)fd;
-        p = *end == ',' ? end + 1 : end;
+    int fds[IRQ_MAX_VECTORS];
+    int n = ivc_parse_fd_list(list, fds, IRQ_MAX_VECTORS);
+    for (int i = 0; i < n; i++)
+        if (!set_nonblocking(fds[i]))
+            n = -1;
+    if (n < 0) {
+        ivc_log("IVCUDA_IRQ_EVENTFDS=%s: not a list of at most %d open descriptors; polling", list, IRQ_MAX_VECTORS);
+        return; /* the descriptors are the parent's: not ours to close */
     }
-    vector_count = n;
+    memcpy(vector_fds, fds, sizeof(int) * (size_t)n);
+    vector_count = (uint32_t)n;
 }
 
 /* Reads the daemon's one message; on success vector_fds/vector_count hold its eventfds. */
@@ -155,11 +150,15 @@ static int receive(int sock, const struct ivc_region *region, const char *path)
     return 1;
 }
 
-static int from_daemon(const struct ivc_region *region)
+static const char *socket_path(void)
 {
     const char *path = getenv("IVCUDA_IRQ_SOCKET");
-    if (path == NULL || path[0] == '\0')
-        path = IRQ_SOCKET_DEFAULT;
+    return path != NULL && path[0] != '\0' ? path : IRQ_SOCKET_DEFAULT;
+}
+
+static int from_daemon(const struct ivc_region *region)
+{
+    const char *path = socket_path();
     struct sockaddr_un address = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof address.sun_path) {
         ivc_log("IVCUDA_IRQ_SOCKET=%s: longer than a socket path may be; polling", path);
@@ -206,8 +205,7 @@ void ivc_interrupts_open(const struct ivc_region *region)
     } else {
         daemon_region = region;
         from_daemon(region);
-        source = getenv("IVCUDA_IRQ_SOCKET") && getenv("IVCUDA_IRQ_SOCKET")[0] ? getenv("IVCUDA_IRQ_SOCKET")
-                                                                               : IRQ_SOCKET_DEFAULT;
+        source = socket_path();
     }
     if (vector_count != 0 && region->doorbell_vectors != 0 && vector_count != region->doorbell_vectors) {
         ivc_log("%s: %" PRIu32 " vectors, but the server uses %" PRIu32 "; polling", source, vector_count,

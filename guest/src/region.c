@@ -204,30 +204,33 @@ static int scan_pci(struct ivc_region *region, char *message, size_t capacity)
 /* Host loopback in doorbell mode (tests, benchmarks): there is no BAR0, but a process that
  * connected to the server's socket as QEMU does may hand us the server's vector eventfds,
  * IVCUDA_DOORBELL_EVENTFDS=<fd>,<fd>,... in vector order; ringing vector v writes to the v-th. */
+int ivc_parse_fd_list(const char *list, int *fds, uint32_t capacity)
+{
+    uint32_t n = 0;
+    for (const char *p = list; *p != '\0';) {
+        char *end;
+        errno = 0;
+        long fd = strtol(p, &end, 10);
+        if (end == p || errno != 0 || fd < 0 || fd > 1 << 20 || (*end != ',' && *end != '\0') || n == capacity)
+            return -1;
+        fds[n++] = (int)fd;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return (int)n;
+}
+
 static void loopback_eventfds(struct ivc_region *region)
 {
     const char *list = getenv("IVCUDA_DOORBELL_EVENTFDS");
     if (list == NULL || list[0] == '\0')
         return;
-    uint32_t n = 0;
-    for (const char *p = list; *p != '\0' && n < 64;) {
-        char *end;
-        long fd = strtol(p, &end, 10);
-        if (end == p || fd < 0 || fd > 1 << 20) {
-            ivc_log("IVCUDA_DOORBELL_EVENTFDS=%s: not a list of descriptors; not ringing", list);
-            region->doorbell_eventfd_count = 0;
-            return;
-        }
-        region->doorbell_eventfds[n++] = (int)fd;
-        p = *end == ',' ? end + 1 : end;
-        if (*end != ',' && *end != '\0') {
-            ivc_log("IVCUDA_DOORBELL_EVENTFDS=%s: not a list of descriptors; not ringing", list);
-            region->doorbell_eventfd_count = 0;
-            return;
-        }
+    int n = ivc_parse_fd_list(list, region->doorbell_eventfds, 64);
+    if (n < 0) {
+        ivc_log("IVCUDA_DOORBELL_EVENTFDS=%s: not a list of descriptors; not ringing", list);
+        return;
     }
-    region->doorbell_eventfd_count = n;
-    region->doorbell_vectors = n;
+    region->doorbell_eventfd_count = (uint32_t)n;
+    region->doorbell_vectors = (uint32_t)n;
 }
 
 CUresult ivc_region_open(struct ivc_region *region)

@@ -103,6 +103,7 @@ struct waiter {
     uint64_t last_beat;
     uint64_t last_beat_at;
     uint64_t sleep;
+    uint64_t now; /* as of the last step */
     int interruptible; /* may sleep on the channel's MSI-X vector once the spin phase is over */
 };
 
@@ -112,6 +113,7 @@ struct waiter {
 static void waiter_init(struct waiter *w, const struct ivc_channel *ch, int interruptible)
 {
     w->start = now_ns();
+    w->now = w->start;
     w->last_beat = ivc_load64(region.base + IVC_HDR_SERVER_HEARTBEAT);
     w->last_beat_at = w->start;
     w->sleep = 1000;
@@ -157,6 +159,7 @@ static CUresult waiter_check(struct waiter *w, struct ivc_channel *ch, const cha
 static CUresult waiter_pause(struct waiter *w, struct ivc_channel *ch, const char *what)
 {
     uint64_t now = now_ns();
+    w->now = now;
     uint64_t waited = now - w->start;
     if (waited < SPIN_NS && waited < busy_ns) {
         __builtin_ia32_pause();
@@ -176,7 +179,7 @@ static CUresult waiter_pause(struct waiter *w, struct ivc_channel *ch, const cha
 /* Whether the next step sleeps on the interrupt: an interrupt path and the busy budget spent. */
 static int waiter_sleeps(const struct waiter *w)
 {
-    return w->interruptible && now_ns() - w->start >= busy_ns;
+    return w->interruptible && w->now - w->start >= busy_ns;
 }
 
 /* Sleeps on the channel's vector (guest_waiting is 1 and the condition was false after it). */
@@ -193,7 +196,8 @@ static CUresult waiter_block(struct waiter *w, struct ivc_channel *ch, const cha
                   (unsigned long long)ivc_load64(ch->base + IVC_CH_REQ_SEQ),
                   (unsigned long long)ivc_load64(ch->base + IVC_CH_SERVER_CHUNK),
                   (unsigned long long)ivc_load64(ch->base + IVC_CH_GUEST_CHUNK));
-    return waiter_check(w, ch, what, now_ns());
+    w->now = now_ns();
+    return waiter_check(w, ch, what, w->now);
 }
 
 /* Waits for the server to make `condition` true. An interruptible wait (the server raises
