@@ -275,17 +275,14 @@ public final class Reconciler {
     }
 
     private static void log(Outcome outcome) {
-        switch (outcome.action()) {
-            case REFUSED, INVALID -> LOG.error("{}", outcome);
-            case ADDED, UPDATED, REMOVED -> LOG.info("{}", outcome);
-            default -> {
-                if (outcome.foreign().isEmpty()) {
-                    LOG.debug("{}", outcome);
-                }
-            }
-        }
-        if (!outcome.foreign().isEmpty()) {
-            LOG.warn("{}: removed {}", outcome.domain(), Outcome.describeForeign(outcome.foreign()));
+        if (outcome.action().isProblem()) {
+            LOG.error("{}", outcome);
+        } else if (!outcome.foreign().isEmpty()) {
+            LOG.warn("{}", outcome);
+        } else if (outcome.redefines()) {
+            LOG.info("{}", outcome);
+        } else {
+            LOG.debug("{}", outcome);
         }
     }
 }
