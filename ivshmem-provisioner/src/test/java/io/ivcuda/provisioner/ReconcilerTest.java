@@ -251,6 +251,20 @@ class ReconcilerTest {
         assertFalse(xmlOf("vm").contains("<description"), xmlOf("vm"));
     }
 
+    @Test
+    void aStaleNoteOfAnUntaggedDomainGoesAndTheUsersTextStays() throws Exception {
+        // The element was removed while the provisioner was down, and so was the device (by hand): only our line is left.
+        connection.domainDefineXML(domainXml("vm", "00000000-0000-0000-0000-000000000008", null).replace("</uuid>",
+                "</uuid><description>[ivcuda] GPU 0 shared, 64 MiB region, plain mode; no save or migration\nmine</description>")).free();
+        connection.domainDefineXML(domainXml("only", "00000000-0000-0000-0000-000000000009", null).replace("</uuid>",
+                "</uuid><description>[ivcuda] error: something long fixed</description>")).free();
+        Reconciler reconciler = new Reconciler(connection, host(""));
+        assertEquals(Action.UNTAGGED, reconciler.reconcile("vm").action());
+        assertEquals("mine", persistent("vm").description());
+        assertEquals(Action.UNTAGGED, reconciler.reconcile("only").action());
+        assertNull(persistent("only").description());
+    }
+
     private String xmlOf(String name) throws Exception {
         Domain d = connection.domainLookupByName(name);
         try {
