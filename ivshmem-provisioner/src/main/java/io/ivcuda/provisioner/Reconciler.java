@@ -90,7 +90,17 @@ public final class Reconciler {
             if (only != null && !s.name.equals(only)) {
                 continue;
             }
-            Outcome outcome = reconcileOne(s, ledger, dryRun);
+            Outcome outcome;
+            try {
+                outcome = reconcileOne(s, ledger, dryRun);
+            } catch (LibvirtException e) {
+                if (only != null) {
+                    throw e;
+                }
+                // Undefined meanwhile, or libvirt refused this one: the other domains still get their turn.
+                LOG.error("domain '{}': reconciling failed: {}", s.name, e.getMessage());
+                continue;
+            }
             outcomes.add(outcome);
             if (!dryRun) {
                 log(outcome);
