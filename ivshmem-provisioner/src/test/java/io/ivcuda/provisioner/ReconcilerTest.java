@@ -115,22 +115,28 @@ class ReconcilerTest {
         Reconciler reconciler = new Reconciler(connection, host);
         assertEquals(Action.ADDED, reconciler.reconcile("vm").action());
 
-        Domain d = connection.domainLookupByName("vm");
-        d.setMetadata(2, "<gpu mode='doorbell'/>", "ivcuda", GpuElement.NAMESPACE, 2 /* CONFIG */);
-        d.free();
+        setElement("vm", "<gpu mode='doorbell'/>");
         assertEquals(Action.UPDATED, reconciler.reconcile("vm").action());
         ShmemDevice device = persistent("vm").currentShmem();
         assertEquals(Mode.DOORBELL, device.mode());
         assertEquals(Path.of("/run/ivcuda/ivcuda-" + uuid + ".sock"), device.socket());
         assertEquals(1, DomainXml.children(persistentDevices("vm"), "shmem").size(), "exactly one <shmem>");
 
-        d = connection.domainLookupByName("vm");
-        d.setMetadata(2, null, null, GpuElement.NAMESPACE, 2);
-        d.free();
+        setElement("vm", null);
         assertFalse(persistent("vm").isTagged());
         assertEquals(Action.REMOVED, reconciler.reconcile("vm").action());
         assertNull(persistent("vm").currentShmem());
         assertEquals(Action.UNTAGGED, reconciler.reconcile("vm").action());
+    }
+
+    /** As {@code virsh metadata NAME NAMESPACE --key ivcuda --set ELEMENT --config}; null removes the element. */
+    private void setElement(String name, String element) throws Exception {
+        Domain d = connection.domainLookupByName(name);
+        try {
+            d.setMetadata(2, element, element == null ? null : "ivcuda", GpuElement.NAMESPACE, 2 /* CONFIG */);
+        } finally {
+            d.free();
+        }
     }
 
     private org.w3c.dom.Element persistentDevices(String name) throws Exception {
@@ -183,9 +189,7 @@ class ReconcilerTest {
         };
         for (String[] c : cases) {
             String bad = c[0];
-            Domain d = connection.domainLookupByName("vm");
-            d.setMetadata(2, "<gpu " + bad + "/>", "ivcuda", GpuElement.NAMESPACE, 2);
-            d.free();
+            setElement("vm", "<gpu " + bad + "/>");
             Outcome outcome = reconciler.reconcile("vm");
             String attribute = bad.substring(0, bad.indexOf('='));
             assertEquals(Action.INVALID, outcome.action(), bad);
@@ -195,9 +199,7 @@ class ReconcilerTest {
             assertEquals("[ivcuda] error: " + c[1], persistent("vm").description(), "the reason, where virt-manager shows it");
         }
         // Fixed: the note says what the domain gets again.
-        Domain d = connection.domainLookupByName("vm");
-        d.setMetadata(2, "<gpu size='64M'/>", "ivcuda", GpuElement.NAMESPACE, 2);
-        d.free();
+        setElement("vm", "<gpu size='64M'/>");
         assertEquals(Action.UNCHANGED, reconciler.reconcile("vm").action());
         assertEquals("[ivcuda] GPU 0 shared, 64 MiB region, plain mode; no save or migration", persistent("vm").description());
     }
@@ -221,17 +223,15 @@ class ReconcilerTest {
         // The user edits the description (as virt-manager's Overview does) and keeps our line: both stay.
         Domain d = connection.domainLookupByName("vm");
         String edited = persistent("vm").description().replace("second line", "edited line");
-        d.setMetadata(0, edited, null, null, 2);
-        d.setMetadata(2, "<gpu mode='doorbell' size='16M'/>", "ivcuda", GpuElement.NAMESPACE, 2);
+        d.setMetadata(0 /* DESCRIPTION */, edited, null, null, 2);
         d.free();
+        setElement("vm", "<gpu mode='doorbell' size='16M'/>");
         assertEquals(Action.UPDATED, reconciler.reconcile("vm").action());
         assertEquals("[ivcuda] GPU 0 shared, 16 MiB region, doorbell mode; no save or migration\nmy build server\nedited line",
                 persistent("vm").description());
 
         // The element goes: so does our line, the user's text stays.
-        d = connection.domainLookupByName("vm");
-        d.setMetadata(2, null, null, GpuElement.NAMESPACE, 2);
-        d.free();
+        setElement("vm", null);
         assertEquals(Action.REMOVED, reconciler.reconcile("vm").action());
         assertEquals("my build server\nedited line", persistent("vm").description());
     }
@@ -243,9 +243,7 @@ class ReconcilerTest {
         Reconciler reconciler = new Reconciler(connection, host);
         reconciler.reconcile("vm");
         assertTrue(persistent("vm").description().startsWith("[ivcuda] GPU 0 shared, 256 MiB region"), persistent("vm").description());
-        Domain d = connection.domainLookupByName("vm");
-        d.setMetadata(2, null, null, GpuElement.NAMESPACE, 2);
-        d.free();
+        setElement("vm", null);
         reconciler.reconcile("vm");
         assertNull(persistent("vm").description());
         assertFalse(xmlOf("vm").contains("<description"), xmlOf("vm"));
@@ -342,7 +340,7 @@ class ReconcilerTest {
         reconciler.reconcile("vm");
         Domain d = connection.domainLookupByName("vm");
         d.create();
-        d.setMetadata(2, "<gpu size='32M'/>", "ivcuda", GpuElement.NAMESPACE, 2);
+        setElement("vm", "<gpu size='32M'/>");
         assertEquals(Action.UPDATED, reconciler.reconcile("vm").action());
         String note = "[ivcuda] GPU 0 shared, 32 MiB region, plain mode; no save or migration";
         assertEquals(note, persistent("vm").description());
