@@ -133,7 +133,8 @@ class HookTest {
         assertEquals(runtime.resolve("ivcuda-" + TAGGED_UUID + ".sock").toString(), instance.getProperty("doorbell.socket"));
         assertEquals("32", instance.getProperty("doorbell.vectors"), "the <msi vectors> the provisioner writes");
         // The server writes its pidfile after it is READY (docs/architecture.md): it may lag a little.
-        for (int i = 0; i < 250 && !Files.exists(paths.pidfile()); i++) {
+        // The server writes it in place (create, then write): wait for the whole line, not only the file.
+        for (int i = 0; i < 250 && !(Files.exists(paths.pidfile()) && Files.readString(paths.pidfile()).endsWith("\n")); i++) {
             Thread.sleep(20);
         }
         long pid = Long.parseLong(Files.readString(paths.pidfile()).trim());
