@@ -3,6 +3,8 @@ package io.ivcuda.common;
 import java.io.IOException;
 import java.io.StringReader;
 import java.io.StringWriter;
+import java.util.ArrayList;
+import java.util.List;
 import javax.xml.XMLConstants;
 import javax.xml.parsers.DocumentBuilder;
 import javax.xml.parsers.DocumentBuilderFactory;
@@ -21,10 +23,12 @@ import org.xml.sax.InputSource;
 import org.xml.sax.SAXException;
 
 /**
- * A libvirt domain XML document as hook and provisioner see it: name, UUID, our metadata element
- * and our {@code <shmem>} device. Everything else in the document is left exactly as it came.
+ * A libvirt domain XML document as hook and provisioner see it: name, UUID, our metadata element,
+ * our {@code <shmem>} device (and other domains' ivcuda devices that do not belong here) and the
+ * description that carries our note. Everything else in the document is left exactly as it came.
  */
 public final class DomainXml {
+    private static final String UUID_PATTERN = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
     private final Document document;
     private final String name;
     private final String uuid;
@@ -42,7 +46,7 @@ public final class DomainXml {
             throw new IvcudaConfigException("domain '" + name + "': the domain XML has no <uuid>");
         }
         this.uuid = uuidElement.getTextContent().trim().toLowerCase(java.util.Locale.ROOT);
-        if (!uuid.matches("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")) {
+        if (!uuid.matches(UUID_PATTERN)) {
             throw new IvcudaConfigException("domain '" + name + "': unexpected <uuid> '" + uuid + "'");
         }
     }
@@ -96,8 +100,10 @@ public final class DomainXml {
             return null;
         }
         if (!GpuElement.NAME.equals(element.getLocalName())) {
-            throw new IvcudaConfigException("domain '" + name + "': unknown element <" + element.getNodeName()
-                    + "> in namespace " + GpuElement.NAMESPACE + " (the element is <" + GpuElement.PREFIX + ":gpu>)");
+            String unknown = GpuElement.shown(element.getLocalName() == null ? element.getNodeName() : element.getLocalName());
+            throw new IvcudaConfigException("unknown element <" + GpuElement.PREFIX + ":" + unknown + "> (the element is <"
+                    + GpuElement.PREFIX + ":gpu>)", "domain '" + name + "': unknown element <" + GpuElement.shown(element.getNodeName())
+                    + "> in namespace " + GpuElement.NAMESPACE + " (the element is <" + GpuElement.PREFIX + ":gpu>)", null);
         }
         return GpuElement.parse(element, name);
     }
@@ -115,6 +121,92 @@ public final class DomainXml {
             }
         }
         return null;
+    }
+
+    /**
+     * Every {@code <shmem>} with an ivcuda name ({@code ivcuda-…}) other than this domain's
+     * own {@code ivcuda-UUID}, whatever its model: another domain's device, as a clone copies it. QEMU
+     * would map (or create) that domain's region file, so such a device is never started with, and the
+     * provisioner removes it.
+     */
+    public List<Element> foreignShmems() {
+        List<Element> foreign = new ArrayList<>();
+        Element devices = child(document.getDocumentElement(), "devices");
+        if (devices == null) {
+            return foreign;
+        }
+        String own = InstancePaths.shmemName(uuid);
+        for (Element shmem : children(devices, "shmem")) {
+            String shmemName = shmem.getAttribute("name");
+            if (isIvcudaName(shmemName) && !shmemName.equals(own)) {
+                foreign.add(shmem);
+            }
+        }
+        return foreign;
+    }
+
+    /** The names of {@link #foreignShmems()}, in document order. */
+    public List<String> foreignShmemNames() {
+        return foreignShmems().stream().map(e -> e.getAttribute("name")).toList();
+    }
+
+    /** Removes every {@link #foreignShmems() foreign device}; returns their names. */
+    public List<String> removeForeignShmems() {
+        List<String> removed = new ArrayList<>();
+        for (Element shmem : foreignShmems()) {
+            removed.add(shmem.getAttribute("name"));
+            removeWithIndent(shmem);
+        }
+        return removed;
+    }
+
+    private static boolean isIvcudaName(String shmemName) {
+        return shmemName.startsWith(InstancePaths.SHMEM_PREFIX);
+    }
+
+    /**
+     * The domain UUID an ivcuda device name was made from ({@code ivcuda-UUID}, lower case as libvirt
+     * writes UUIDs), or null when the rest of the name is no such UUID.
+     */
+    public static String uuidOfShmemName(String shmemName) {
+        if (!isIvcudaName(shmemName)) {
+            return null;
+        }
+        String rest = shmemName.substring(InstancePaths.SHMEM_PREFIX.length());
+        return rest.matches(UUID_PATTERN) ? rest : null;
+    }
+
+    /** The text of {@code <description>}, or null when the domain has none. */
+    public String description() {
+        Element description = child(document.getDocumentElement(), "description");
+        return description == null ? null : description.getTextContent();
+    }
+
+    /** Sets {@code <description>} to {@code text}; null removes the element. */
+    public void setDescription(String text) {
+        Element root = document.getDocumentElement();
+        Element description = child(root, "description");
+        if (text == null) {
+            if (description != null) {
+                removeWithIndent(description);
+            }
+            return;
+        }
+        if (description == null) {
+            description = document.createElement("description");
+            // libvirt's own order: name, uuid, genid, title, description (it reads any order)
+            Element after = child(root, "title") != null ? child(root, "title") : child(root, "uuid");
+            root.insertBefore(description, after == null ? root.getFirstChild() : after.getNextSibling());
+        }
+        description.setTextContent(text);
+    }
+
+    private static void removeWithIndent(Element element) {
+        Node previous = element.getPreviousSibling();
+        if (previous != null && previous.getNodeType() == Node.TEXT_NODE && previous.getTextContent().isBlank()) {
+            previous.getParentNode().removeChild(previous);
+        }
+        element.getParentNode().removeChild(element);
     }
 
     /** Our device as currently defined, or null. */
@@ -145,7 +237,7 @@ public final class DomainXml {
         if (shmem == null) {
             return false;
         }
-        shmem.getParentNode().removeChild(shmem);
+        removeWithIndent(shmem);
         return true;
     }
 

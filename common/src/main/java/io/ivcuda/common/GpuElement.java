@@ -45,48 +45,70 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
             if ("xmlns".equals(attr.getPrefix()) || "xmlns".equals(attr.getName())) {
                 continue;
             }
-            String value = attr.getValue().trim();
+            String value = shown(attr.getValue().trim());
             if (!KNOWN.contains(attr.getName())) {
-                throw problem(domainName, name, value, "unknown attribute (known: device, mode, size, quota)");
+                throw problem(domainName, name, value, "unknown attribute (known: device, mode, size, quota)",
+                        "unknown attribute " + name + " on <" + PREFIX + ":" + NAME + "> (known: device, mode, size, quota)");
             }
             switch (attr.getName()) {
                 case ATTR_DEVICE -> {
                     if (!value.matches("[0-9]{1,4}|[A-Za-z0-9-]{8,64}")) {
-                        throw problem(domainName, name, value, "not a GPU index (0, 1, …) or a GPU UUID (GPU-…)");
+                        throw problem(domainName, name, value, "not a GPU index (0, 1, …) or a GPU UUID (GPU-…)",
+                                "device '" + value + "' is not a GPU index or UUID");
                     }
                     device = Optional.of(value);
                 }
                 case ATTR_MODE -> {
                     Mode parsed = Mode.fromWord(value);
                     if (parsed == null) {
-                        throw problem(domainName, name, value, "unknown mode (use plain or doorbell)");
+                        throw problem(domainName, name, value, "unknown mode (use plain or doorbell)",
+                                "unknown mode '" + value + "' (use plain or doorbell)");
                     }
                     mode = Optional.of(parsed);
                 }
                 case ATTR_SIZE -> {
-                    long bytes = bytes(domainName, name, value);
+                    long bytes = bytes(domainName, name, value, "region size");
                     if (!ByteSize.isValidRegionSize(bytes)) {
-                        throw problem(domainName, name, value, "the region size must be a power of two of at least 1 MiB (e.g. 256M)");
+                        throw problem(domainName, name, value, "the region size must be a power of two of at least 1 MiB (e.g. 256M)",
+                                bytes < ByteSize.MIB ? "region size " + value + " is less than 1 MiB (e.g. 256M)"
+                                        : "region size " + value + " is not a power of two (e.g. 256M)");
                     }
                     size = OptionalLong.of(bytes);
                 }
-                case ATTR_QUOTA -> quota = OptionalLong.of(bytes(domainName, name, value));
+                case ATTR_QUOTA -> quota = OptionalLong.of(bytes(domainName, name, value, "quota"));
                 default -> throw new AssertionError(name);
             }
         }
         return new GpuElement(device, mode, size, quota);
     }
 
-    private static long bytes(String domainName, String attribute, String value) throws IvcudaConfigException {
+    private static long bytes(String domainName, String attribute, String value, String what) throws IvcudaConfigException {
         try {
             return ByteSize.parse(value);
         } catch (IllegalArgumentException e) {
-            throw problem(domainName, attribute, value, e.getMessage());
+            throw problem(domainName, attribute, value, e.getMessage(), what + " '" + value + "': " + e.getMessage());
         }
     }
 
-    static IvcudaConfigException problem(String domainName, String attribute, String value, String reason) {
-        return new IvcudaConfigException("domain '" + domainName + "': <" + PREFIX + ":" + NAME + "> attribute "
-                + attribute + "='" + value + "': " + reason);
+    /**
+     * A value as messages show it: on one line (control characters as '?') and at most 40 characters,
+     * whatever the user wrote. Checking a shortened value is no loss: every valid value is shorter.
+     */
+    static String shown(String value) {
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < value.length() && b.length() < 40; i++) {
+            char c = value.charAt(i);
+            b.append(Character.isISOControl(c) ? '?' : c);
+        }
+        return b.length() < value.length() ? b + "…" : b.toString();
+    }
+
+    /**
+     * A bad attribute: the message names domain, element, attribute and value; {@code summary} says
+     * the cause in a few words (see {@link IvcudaConfigException#summary()}).
+     */
+    static IvcudaConfigException problem(String domainName, String attribute, String value, String reason, String summary) {
+        return new IvcudaConfigException(summary, "domain '" + domainName + "': <" + PREFIX + ":" + NAME + "> attribute "
+                + attribute + "='" + value + "': " + reason, null);
     }
 }

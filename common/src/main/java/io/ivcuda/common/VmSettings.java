@@ -21,9 +21,10 @@ public record VmSettings(int gpuIndex, String gpu, Mode mode, long regionSize, l
         if (device.chars().allMatch(Character::isDigit) && !device.isEmpty()) {
             index = Integer.parseInt(device);
             if (!gpus.containsKey(index)) {
+                String configured = "this host configures " + gpus.size() + " GPU" + (gpus.size() == 1 ? "" : "s");
                 throw unknownGpu(deviceFromElement, domainName, device, host,
-                        "no GPU with index " + index + " (this host configures " + gpus.size() + " GPU"
-                                + (gpus.size() == 1 ? "" : "s") + ")");
+                        "no GPU with index " + index + " (" + configured + ")",
+                        "no GPU " + index + " on this host (" + configured + ")");
             }
             gpuForServer = Integer.toString(index);
         } else {
@@ -34,7 +35,8 @@ public record VmSettings(int gpuIndex, String gpu, Mode mode, long regionSize, l
             }
             if (index < 0) {
                 throw unknownGpu(deviceFromElement, domainName, device, host,
-                        "no configured GPU has this UUID (set gpu.<n>.uuid in " + host.origin() + ")");
+                        "no configured GPU has this UUID (set gpu.<n>.uuid in " + host.origin() + ")",
+                        "GPU " + device + " is not configured on this host (gpu.<n>.uuid)");
             }
             gpuForServer = device;
         }
@@ -45,11 +47,11 @@ public record VmSettings(int gpuIndex, String gpu, Mode mode, long regionSize, l
     }
 
     private static IvcudaConfigException unknownGpu(boolean fromElement, String domainName, String device,
-                                                    HostConfig host, String reason) {
+                                                    HostConfig host, String reason, String summary) {
         if (fromElement) {
-            return GpuElement.problem(domainName, GpuElement.ATTR_DEVICE, device, reason);
+            return GpuElement.problem(domainName, GpuElement.ATTR_DEVICE, device, reason, summary);
         }
-        return new IvcudaConfigException("domain '" + domainName + "': host configuration " + host.origin()
-                + ": defaults.device='" + device + "': " + reason);
+        return new IvcudaConfigException("host configuration: defaults.device='" + device + "': " + summary,
+                "domain '" + domainName + "': host configuration " + host.origin() + ": defaults.device='" + device + "': " + reason, null);
     }
 }

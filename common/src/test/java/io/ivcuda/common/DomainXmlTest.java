@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class DomainXmlTest {
@@ -47,5 +48,39 @@ class DomainXmlTest {
         assertEquals(ShmemDevice.desired(paths, new VmSettings(0, "0", Mode.PLAIN, 64L << 20, 0)), d.currentShmem());
         d.putShmem(ShmemDevice.desired(paths, new VmSettings(0, "0", Mode.PLAIN, 128L << 20, 0)));
         assertTrue(d.toXml().contains("slot=\"0x05\""), "an update keeps the PCI address");
+    }
+
+    @Test
+    void findsAndRemovesOtherDomainsIvcudaDevicesWhateverTheirModel() throws Exception {
+        String other = "ivcuda-0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5";
+        String xml = "<domain type='qemu'><name>clone</name><uuid>" + UUID + "</uuid><devices>\n"
+                + "    <shmem name='" + other + "'><model type='ivshmem-doorbell'/><server path='/run/ivcuda/" + other + ".sock'/></shmem>\n"
+                + "    <shmem name='ivcuda-" + UUID + "'><model type='ivshmem-plain'/><size unit='M'>64</size></shmem>\n"
+                + "    <shmem name='ivcuda-not-a-uuid'><model type='ivshmem-plain'/></shmem>\n"
+                + "    <shmem name='someone-else'><model type='ivshmem-plain'/></shmem>\n"
+                + "  </devices></domain>";
+        DomainXml d = DomainXml.parse(xml);
+        assertEquals(List.of(other, "ivcuda-not-a-uuid"), d.foreignShmemNames());
+        assertEquals("0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5", DomainXml.uuidOfShmemName(other));
+        assertNull(DomainXml.uuidOfShmemName("ivcuda-not-a-uuid"));
+        assertNull(DomainXml.uuidOfShmemName("someone-else"));
+        assertEquals(List.of(other, "ivcuda-not-a-uuid"), d.removeForeignShmems());
+        DomainXml after = DomainXml.parse(d.toXml());
+        assertEquals(List.of(), after.foreignShmemNames());
+        assertEquals("ivcuda-" + UUID, after.currentShmem().name(), "the domain's own device stays");
+        assertTrue(after.toXml().contains("someone-else"), "a device that is not ivcuda's is not ours to judge");
+        assertFalse(after.toXml().contains(other + ".sock"), "the other domain's doorbell socket went with its device");
+    }
+
+    @Test
+    void descriptionIsReadWrittenAndRemoved() throws Exception {
+        DomainXml d = DomainXml.parse("<domain type='qemu'><name>vm1</name><uuid>" + UUID + "</uuid><title>t</title><devices/></domain>");
+        assertNull(d.description());
+        d.setDescription("[ivcuda] GPU 0 shared\nmine & <yours>");
+        DomainXml again = DomainXml.parse(d.toXml());
+        assertEquals("[ivcuda] GPU 0 shared\nmine & <yours>", again.description());
+        assertTrue(again.toXml().indexOf("<title>") < again.toXml().indexOf("<description>"), "after the title, as libvirt writes it");
+        again.setDescription(null);
+        assertNull(DomainXml.parse(again.toXml()).description());
     }
 }

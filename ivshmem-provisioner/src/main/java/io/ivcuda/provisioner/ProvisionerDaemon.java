@@ -72,9 +72,8 @@ public final class ProvisionerDaemon implements AutoCloseable {
     }
 
     private void count(Outcome outcome) {
-        switch (outcome.action()) {
-            case ADDED, UPDATED, REMOVED -> redefinitions++;
-            default -> { }
+        if (outcome.redefines()) {
+            redefinitions++;
         }
     }
 

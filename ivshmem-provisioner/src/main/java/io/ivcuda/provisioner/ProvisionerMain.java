@@ -94,7 +94,8 @@ public final class ProvisionerMain {
         }
     }
 
-    @Command(name = "status", description = "Show every domain's ivcuda state and, for a domain that is not provisioned, why.")
+    @Command(name = "status", description = "Show every domain's ivcuda state and, for a domain that is not provisioned "
+            + "or carries another domain's device, why.")
     static final class Status implements Callable<Integer> {
         @ParentCommand
         ProvisionerMain main;
@@ -117,8 +118,15 @@ public final class ProvisionerMain {
                         case INVALID -> "INVALID";
                         case SKIPPED -> "skipped";
                     };
-                    problems += o.action().isProblem() ? 1 : 0;
-                    out.printf("%-24s %-44s %s%n", o.domain(), state, o.detail());
+                    String detail = o.detail();
+                    if (!o.foreign().isEmpty()) {
+                        // Whatever else is pending: this one is an isolation problem, so it leads.
+                        state = "FOREIGN DEVICE";
+                        detail = "carries " + Outcome.describeForeign(o.foreign()) + "; reconcile removes it, the hook refuses "
+                                + "to start the domain with it" + (detail.isEmpty() ? "" : "; " + detail);
+                    }
+                    problems += o.isProblem() ? 1 : 0;
+                    out.printf("%-24s %-44s %s%n", o.domain(), state, detail);
                 }
                 out.flush();
                 return problems == 0 ? 0 : 1;
@@ -166,7 +174,7 @@ public final class ProvisionerMain {
             if (o.action().isProblem()) {
                 err.println(o);
                 problems++;
-            } else if (o.action() != Outcome.Action.UNTAGGED) {
+            } else if (o.action() != Outcome.Action.UNTAGGED || !o.foreign().isEmpty()) {
                 out.println(o);
             }
         }

@@ -1,5 +1,7 @@
 package io.ivcuda.provisioner;
 
+import io.ivcuda.common.ByteSize;
+import io.ivcuda.common.DescriptionNote;
 import io.ivcuda.common.DomainXml;
 import io.ivcuda.common.GpuElement;
 import io.ivcuda.common.HostConfig;
@@ -11,6 +13,7 @@ import io.ivcuda.provisioner.Outcome.Action;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Objects;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 import org.libvirt.Connect;
@@ -20,12 +23,18 @@ import org.libvirt.LibvirtException;
 /**
  * Brings the persistent definition of domains in line with their ivcuda element: exactly one
  * {@code <shmem name='ivcuda-UUID'>} for a tagged domain whose element is valid and whose quota fits,
- * none for an untagged one. A domain that already matches is not redefined, so the echo of our own
- * redefinition (DEFINED/UPDATED) changes nothing. A domain with a problem is left as it was.
+ * none for an untagged one, and never another domain's ivcuda device (a clone copies the original's:
+ * it is removed from every domain, tagged or not). Our {@link DescriptionNote} in {@code <description>}
+ * says what the domain gets or why not, in the persistent definition and, for a running domain, in
+ * the live one. A domain that already matches is not changed, so the echo of our own change
+ * (DEFINED/UPDATED, METADATA_CHANGE) changes nothing. A domain with a problem keeps its device as it
+ * was and gets the reason in its note.
  */
 public final class Reconciler {
     private static final Logger LOG = LogManager.getLogger(Reconciler.class);
     private static final int PERSISTENT_DEFINITION = Domain.XMLFlags.INACTIVE | Domain.XMLFlags.SECURE;
+    /** {@code VIR_DOMAIN_METADATA_DESCRIPTION}: {@code setMetadata} of the {@code <description>} text. */
+    private static final int METADATA_DESCRIPTION = 0;
 
     private final Connect connection;
     private final HostConfig host;
@@ -35,8 +44,11 @@ public final class Reconciler {
         this.host = host;
     }
 
-    /** One domain's persistent definition, read once. {@code xml} is null when it could not be parsed. */
-    private record Snapshot(String name, DomainXml xml, String readError) {
+    /**
+     * One domain's persistent definition, read once. {@code xml} is null when it could not be parsed;
+     * {@code live} is the running domain's live XML (null when the domain is not running or it could not be read).
+     */
+    private record Snapshot(String name, DomainXml xml, String readError, DomainXml live) {
     }
 
     /** Reconciles every persistent domain: already provisioned ones first, so they keep their GPU memory. */
@@ -78,7 +90,17 @@ public final class Reconciler {
             if (only != null && !s.name.equals(only)) {
                 continue;
             }
-            Outcome outcome = reconcileOne(s, ledger, dryRun);
+            Outcome outcome;
+            try {
+                outcome = reconcileOne(s, ledger, dryRun);
+            } catch (LibvirtException e) {
+                if (only != null) {
+                    throw e;
+                }
+                // Undefined meanwhile, or libvirt refused this one: the other domains still get their turn.
+                LOG.error("domain '{}': reconciling failed: {}", s.name, e.getMessage());
+                continue;
+            }
             outcomes.add(outcome);
             if (!dryRun) {
                 log(outcome);
@@ -100,52 +122,129 @@ public final class Reconciler {
         }
     }
 
-    private Outcome reconcileOne(Snapshot s, QuotaLedger ledger, boolean dryRun) throws LibvirtException {
-        if (s.xml == null) {
-            return new Outcome(s.name, Action.INVALID, s.readError);
-        }
+    /** What one domain should look like: its device (and the action that gets it there) and our note. */
+    private record Decision(Action action, String detail, DeviceChange device, ShmemDevice wanted, String note) {
+    }
+
+    private enum DeviceChange { KEEP, PUT, REMOVE }
+
+    private Decision decide(Snapshot s, QuotaLedger ledger) {
         DomainXml xml = s.xml;
         ShmemDevice current = xml.currentShmem();
         GpuElement element;
         try {
             element = xml.parseGpuElement();
         } catch (IvcudaConfigException e) {
-            return new Outcome(s.name, Action.INVALID, e.getMessage() + "; the domain was left as it was");
+            return invalid(e);
         }
         if (element == null) {
-            if (current == null) {
-                return new Outcome(s.name, Action.UNTAGGED, "");
-            }
-            xml.removeShmem();
-            define(xml, dryRun);
-            return new Outcome(s.name, Action.REMOVED, "the ivcuda element is gone, so " + current.describe() + " was removed");
+            return current == null
+                    ? new Decision(Action.UNTAGGED, "", DeviceChange.KEEP, null, null)
+                    : new Decision(Action.REMOVED, "the ivcuda element is gone, so " + current.describe() + " was removed",
+                            DeviceChange.REMOVE, null, null);
         }
         VmSettings settings;
         try {
             settings = VmSettings.resolve(element, host, s.name);
         } catch (IvcudaConfigException e) {
-            return new Outcome(s.name, Action.INVALID, e.getMessage() + "; the domain was left as it was");
+            return invalid(e);
         }
         String refusal = ledger.refusal(settings);
         if (refusal != null) {
-            return new Outcome(s.name, Action.REFUSED, refusal + "; the domain was not provisioned");
+            return new Decision(Action.REFUSED, refusal + "; the domain was not provisioned", DeviceChange.KEEP, null,
+                    DescriptionNote.error(refusal));
         }
         ledger.reserve(settings);
         ShmemDevice wanted = ShmemDevice.desired(InstancePaths.of(xml.uuid(), host), settings);
         String placement = wanted.describe() + " on GPU " + settings.gpu()
-                + (settings.memoryQuota() == 0 ? "" : ", quota " + io.ivcuda.common.ByteSize.describe(settings.memoryQuota()));
+                + (settings.memoryQuota() == 0 ? "" : ", quota " + ByteSize.describe(settings.memoryQuota()));
+        String note = DescriptionNote.provisioned(settings);
         if (wanted.equals(current)) {
-            return new Outcome(s.name, Action.UNCHANGED, placement);
+            return new Decision(Action.UNCHANGED, placement, DeviceChange.KEEP, wanted, note);
         }
-        xml.putShmem(wanted);
-        define(xml, dryRun);
-        return new Outcome(s.name, current == null ? Action.ADDED : Action.UPDATED, placement);
+        return new Decision(current == null ? Action.ADDED : Action.UPDATED, placement, DeviceChange.PUT, wanted, note);
     }
 
-    private void define(DomainXml xml, boolean dryRun) throws LibvirtException {
-        if (dryRun) {
-            return;
+    private static Decision invalid(IvcudaConfigException e) {
+        return new Decision(Action.INVALID, e.getMessage() + "; the domain was left as it was", DeviceChange.KEEP, null,
+                DescriptionNote.error(e.summary()));
+    }
+
+    private Outcome reconcileOne(Snapshot s, QuotaLedger ledger, boolean dryRun) throws LibvirtException {
+        if (s.xml == null) {
+            return new Outcome(s.name, Action.INVALID, s.readError, List.of());
         }
+        DomainXml xml = s.xml;
+        Decision decision = decide(s, ledger);
+        List<String> foreign = new ArrayList<>();
+        for (String shmemName : xml.removeForeignShmems()) {
+            foreign.add(shmemName + " (" + owner(shmemName) + ")");
+        }
+        boolean redefine = !foreign.isEmpty();
+        switch (decision.device) {
+            case PUT -> {
+                xml.putShmem(decision.wanted);
+                redefine = true;
+            }
+            case REMOVE -> {
+                xml.removeShmem();
+                redefine = true;
+            }
+            case KEEP -> { }
+        }
+        String description = DescriptionNote.apply(xml.description(), decision.note);
+        boolean describe = !Objects.equals(description, xml.description());
+        if (!dryRun) {
+            if (redefine) {
+                xml.setDescription(description);
+                define(xml);
+            } else if (describe) {
+                setDescription(s.name, description, Domain.ModificationImpact.CONFIG);
+            }
+            if (s.live != null) {
+                // A running domain shows its live XML (virt-manager too): the note follows there as well, saying
+                // so when the persistent definition gives the next start another device than the running one.
+                String note = decision.note;
+                if (note != null && decision.wanted != null && !decision.wanted.equals(s.live.currentShmem())) {
+                    note += " (from the next start)";
+                }
+                String live = DescriptionNote.apply(s.live.description(), note);
+                if (!Objects.equals(live, s.live.description())) {
+                    setDescription(s.name, live, Domain.ModificationImpact.LIVE);
+                }
+            }
+        }
+        return new Outcome(s.name, decision.action, decision.detail, foreign);
+    }
+
+    /** Who an ivcuda device name belongs to, for messages: {@code domain 'NAME'}, or what is known. */
+    private String owner(String shmemName) {
+        String uuid = DomainXml.uuidOfShmemName(shmemName);
+        if (uuid == null) {
+            return "not a device name ivcuda makes";
+        }
+        try {
+            Domain domain = connection.domainLookupByUUIDString(uuid);
+            try {
+                return "the device of domain '" + domain.getName() + "'";
+            } finally {
+                domain.free();
+            }
+        } catch (LibvirtException e) {
+            return "the device of a domain with UUID " + uuid + " that is not defined here";
+        }
+    }
+
+    private void setDescription(String name, String text, int impact) throws LibvirtException {
+        Domain domain = connection.domainLookupByName(name);
+        try {
+            domain.setMetadata(METADATA_DESCRIPTION, text, null, null, impact);
+        } finally {
+            domain.free();
+        }
+    }
+
+    private void define(DomainXml xml) throws LibvirtException {
         Domain redefined = connection.domainDefineXML(xml.toXml());
         redefined.free();
     }
@@ -164,9 +263,9 @@ public final class Reconciler {
                     continue;
                 }
                 try {
-                    result.add(new Snapshot(name, DomainXml.parse(text), null));
+                    result.add(new Snapshot(name, DomainXml.parse(text), null, live(domain)));
                 } catch (IvcudaConfigException e) {
-                    result.add(new Snapshot(name, null, "domain '" + name + "': " + e.getMessage()));
+                    result.add(new Snapshot(name, null, "domain '" + name + "': " + e.getMessage(), null));
                 }
             } finally {
                 domain.free();
@@ -175,11 +274,25 @@ public final class Reconciler {
         return result;
     }
 
+    /** The live XML of a running domain; null when it is not running (or stopped meanwhile). */
+    private static DomainXml live(Domain domain) {
+        try {
+            return domain.isActive() == 1 ? DomainXml.parse(domain.getXMLDesc(0)) : null;
+        } catch (LibvirtException | IvcudaConfigException e) {
+            LOG.debug("no live XML: {}", e.getMessage());
+            return null;
+        }
+    }
+
     private static void log(Outcome outcome) {
-        switch (outcome.action()) {
-            case ADDED, UPDATED, REMOVED -> LOG.info("{}", outcome);
-            case REFUSED, INVALID -> LOG.error("{}", outcome);
-            default -> LOG.debug("{}", outcome);
+        if (outcome.action().isProblem()) {
+            LOG.error("{}", outcome);
+        } else if (!outcome.foreign().isEmpty()) {
+            LOG.warn("{}", outcome);
+        } else if (outcome.redefines()) {
+            LOG.info("{}", outcome);
+        } else {
+            LOG.debug("{}", outcome);
         }
     }
 }

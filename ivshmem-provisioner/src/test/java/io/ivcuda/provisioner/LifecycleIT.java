@@ -287,6 +287,103 @@ class LifecycleIT {
         assertTrue(logContains(log, "stopped"), "the server stopped cleanly: " + log);
     }
 
+    /**
+     * A clone made with virt-clone (what virt-manager's Clone runs) copies the original's device
+     * {@code ivcuda-<original uuid>}: the provisioner removes it, so both run side by side, each QEMU
+     * mapping its own region and never the other's (read from /proc/PID/maps). Saving a tagged domain is
+     * refused before anything changes; a domain that still carries the original's device (here a
+     * transient one, which the provisioner never sees) is refused by the hook, naming both domains,
+     * before QEMU could create or map anything.
+     */
+    @Test
+    @Order(5)
+    void aCloneGetsItsOwnRegionAndNeverMapsTheOriginals() throws Exception {
+        String original = PREFIX + "original";
+        String clone = PREFIX + "original-clone";
+        String originalUuid = define(original, "<description>the user's own words</description>"
+                + "<metadata><ivcuda:gpu xmlns:ivcuda='" + GpuElement.NAMESPACE + "' size='16M'/></metadata>");
+        InstancePaths originalPaths = InstancePaths.of(originalUuid, host);
+        waitFor(() -> device(original) != null, "the provisioner adds the device to " + original);
+        assertEquals("[ivcuda] GPU 0 shared, 16 MiB region, plain mode; no save or migration\nthe user's own words",
+                description(original), "the note, above the user's text");
+
+        Result cloned = run(List.of("virt-clone", "--connect", URI, "--original", original, "--name", clone, "--auto-clone"));
+        assertEquals(0, cloned.status(), "virt-clone: " + cloned.output());
+        String cloneUuid = virsh("domuuid", clone).trim();
+        InstancePaths clonePaths = InstancePaths.of(cloneUuid, host);
+        waitFor(() -> shmemNames(clone).equals(List.of(clonePaths.shmemName())),
+                "the clone has exactly its own device (virt-clone copied " + originalPaths.shmemName() + ")");
+        assertEquals(List.of(originalPaths.shmemName()), shmemNames(original), "the original keeps its own");
+        assertEquals(description(original), description(clone), "the clone's note says what it gets");
+
+        virsh("start", original);
+        virsh("start", clone);
+        assertServerRunning(originalPaths);
+        assertServerRunning(clonePaths);
+        long originalQemu = qemuPid(original);
+        long cloneQemu = qemuPid(clone);
+        assertEquals(List.of(originalPaths.regionFile().toString()), mappedIvcudaFiles(originalQemu), "the original's QEMU");
+        assertEquals(List.of(clonePaths.regionFile().toString()), mappedIvcudaFiles(cloneQemu), "the clone's QEMU");
+        assertRegionSharedWithQemu(original, originalPaths);
+        assertRegionSharedWithQemu(clone, clonePaths);
+
+        // Save (virt-manager's Shutdown → Save is a managed save): refused before anything changes.
+        Result saved = run(List.of("virsh", "-c", URI, "managedsave", clone));
+        assertTrue(saved.status() != 0 && saved.output().contains("'ivshmem'"), "managedsave is refused: " + saved.output());
+        assertTrue(virsh("domstate", clone).contains("running"), "the clone still runs");
+        assertTrue(virsh("dominfo", clone).matches("(?s).*Managed save:\\s+no.*"), "no managed save image");
+        assertEquals(List.of(clonePaths.regionFile().toString()), mappedIvcudaFiles(cloneQemu), "the same QEMU, the same region");
+        assertServerRunning(clonePaths);
+
+        // A domain that still carries the original's device never starts, whatever its element says.
+        String intruder = PREFIX + "intruder";
+        Path xml = workDir.resolve(intruder + ".xml");
+        Files.writeString(xml, domainXml(intruder, "<metadata><ivcuda:gpu xmlns:ivcuda='" + GpuElement.NAMESPACE + "' size='16M'/>"
+                + "</metadata>", "<shmem name='" + originalPaths.shmemName() + "'><model type='ivshmem-plain'/><size unit='M'>16</size></shmem>"));
+        Result refused = run(List.of("virsh", "-c", URI, "create", xml.toString()));
+        assertTrue(refused.status() != 0, "virsh create must fail: " + refused.output());
+        assertEquals("ivcuda: domain '" + intruder + "' carries the ivcuda device of domain '" + original + "'",
+                hookFirstLine(refused.output()), refused.output());
+        assertFalse(run(List.of("virsh", "-c", URI, "domstate", intruder)).status() == 0, "no such domain is left");
+        assertEquals(List.of(originalPaths.regionFile().toString()), mappedIvcudaFiles(originalQemu), "the original is unaffected");
+
+        virsh("destroy", clone);
+        virsh("destroy", original);
+        assertNothingLeft(clonePaths);
+        assertNothingLeft(originalPaths);
+        assertEquals(List.of(), ivcudaFilesOf(List.of(originalUuid, cloneUuid)), "no region file of either is left");
+    }
+
+    /**
+     * An invalid element, applied the way virt-manager's XML editor does it (a redefine): the reason shows in the
+     * domain's description within a second, and the start fails with that cause as the hook's first line.
+     */
+    @Test
+    @Order(6)
+    void anInvalidElementExplainsItselfInTheDescriptionAndAtStart() throws Exception {
+        String name = PREFIX + "invalid";
+        define(name, "<metadata><ivcuda:gpu xmlns:ivcuda='" + GpuElement.NAMESPACE + "' size='16M'/></metadata>");
+        waitFor(() -> device(name) != null, "the provisioner adds the device to " + name);
+        Path bad = workDir.resolve(name + "-bad.xml");
+        String current = virsh("dumpxml", "--inactive", name);
+        Files.writeString(bad, current.replaceAll("size=(['\"])16M(['\"])", "size=$1300M$2"));
+        assertTrue(Files.readString(bad).contains("300M"), Files.readString(bad));
+        String expected = "[ivcuda] error: region size 300M is not a power of two (e.g. 256M)";
+        long redefined = System.nanoTime();
+        virsh("define", bad.toString());
+        while (!expected.equals(description(name)) && System.nanoTime() - redefined < 5_000_000_000L) {
+            Thread.sleep(20);
+        }
+        long ms = (System.nanoTime() - redefined) / 1_000_000;
+        assertEquals(expected, description(name), "the reason in the description");
+        assertTrue(ms < 1000, "the reason showed " + ms + " ms after the redefine (checked with virsh)");
+
+        Result start = run(List.of("virsh", "-c", URI, "start", name));
+        assertTrue(start.status() != 0, start.output());
+        assertEquals("ivcuda: region size 300M is not a power of two (e.g. 256M)", hookFirstLine(start.output()), start.output());
+        assertNothingLeft(InstancePaths.of(virsh("domuuid", name).trim(), host));
+    }
+
     // ---- checks ----------------------------------------------------------------------------------
 
     private static void assertServerRunning(InstancePaths paths) throws Exception {
@@ -428,12 +525,65 @@ class LifecycleIT {
     // ---- libvirt through virsh, as a user would ----------------------------------------------------
 
     private static String define(String name) throws IOException {
+        return define(name, "");
+    }
+
+    /** Defines a diskless TCG domain with {@code extra} (metadata, description) after its name; returns its UUID. */
+    private static String define(String name, String extra) throws IOException {
         Path xml = workDir.resolve(name + ".xml");
-        Files.writeString(xml, "<domain type='qemu'><name>" + name + "</name><memory unit='MiB'>64</memory>"
-                + "<os><type arch='x86_64' machine='pc'>hvm</type></os>"
-                + "<devices><emulator>/usr/bin/qemu-system-x86_64</emulator><memballoon model='none'/></devices></domain>");
+        Files.writeString(xml, domainXml(name, extra, ""));
         virsh("define", xml.toString());
         return virsh("domuuid", name).trim();
+    }
+
+    private static String domainXml(String name, String extra, String devices) {
+        return "<domain type='qemu'><name>" + name + "</name>" + extra + "<memory unit='MiB'>64</memory>"
+                + "<os><type arch='x86_64' machine='pc'>hvm</type></os>"
+                + "<devices><emulator>/usr/bin/qemu-system-x86_64</emulator><memballoon model='none'/>" + devices
+                + "</devices></domain>";
+    }
+
+    private static String description(String name) {
+        try {
+            return DomainXml.parse(virsh("dumpxml", "--inactive", name)).description();
+        } catch (Exception | AssertionError e) {
+            return null;
+        }
+    }
+
+    /** The names of every {@code <shmem>} in the persistent definition. */
+    private static List<String> shmemNames(String name) {
+        Matcher names = Pattern.compile("<shmem name='([^']*)'").matcher(virsh("dumpxml", "--inactive", name));
+        List<String> result = new ArrayList<>();
+        while (names.find()) {
+            result.add(names.group(1));
+        }
+        return result;
+    }
+
+    private static long qemuPid(String name) throws IOException {
+        return Long.parseLong(Files.readString(Path.of("/run/libvirt/qemu/" + name + ".pid")).trim());
+    }
+
+    /** The ivcuda region files a process maps, from /proc/PID/maps (each once). */
+    private static List<String> mappedIvcudaFiles(long pid) throws IOException {
+        return Files.readAllLines(Path.of("/proc/" + pid + "/maps")).stream()
+                .map(line -> line.replaceFirst("^(\\S+\\s+){5}", "").trim())
+                .filter(path -> path.startsWith(host.shmDir().resolve(InstancePaths.SHMEM_PREFIX).toString()))
+                .distinct().toList();
+    }
+
+    /** The files in the shm directory named after any of these domains' UUIDs. */
+    private static List<Path> ivcudaFilesOf(List<String> uuids) throws IOException {
+        try (var files = Files.list(host.shmDir())) {
+            return files.filter(f -> uuids.stream().anyMatch(u -> f.getFileName().toString().contains(u))).toList();
+        }
+    }
+
+    /** The hook's first line in a failed virsh command: libvirt puts the hook's stderr after "unexpected exit status N: ". */
+    private static String hookFirstLine(String virshOutput) {
+        Matcher m = Pattern.compile("unexpected exit status \\d+: ([^\\n]*)").matcher(virshOutput);
+        return m.find() ? m.group(1).trim() : "(no hook output in: " + virshOutput + ")";
     }
 
     private static ShmemDevice device(String name) {

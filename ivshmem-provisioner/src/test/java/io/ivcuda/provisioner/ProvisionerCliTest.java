@@ -68,6 +68,29 @@ class ProvisionerCliTest {
     }
 
     @Test
+    void statusReportsAnotherDomainsDeviceAndReconcileRemovesIt() throws Exception {
+        Path config = dir.resolve("ivcuda.properties");
+        Files.writeString(config, "");
+        Connect c = new Connect("test:///default");
+        held = c;
+        String originalUuid = "00000000-0000-0000-0000-0000000000f1";
+        c.domainDefineXML(ReconcilerTest.domainXml("original", originalUuid, null)).free();
+        c.domainDefineXML(ReconcilerTest.domainXml("clone", "00000000-0000-0000-0000-0000000000f2", null)
+                .replace("<devices/>", "<devices><shmem name='ivcuda-" + originalUuid + "'><model type='ivshmem-plain'/>"
+                        + "<size unit='M'>4</size></shmem></devices>")).free();
+        String[] common = {"--config", config.toString(), "--connect", "test:///default"};
+
+        assertEquals(1, run(concat(common, "status")), out + "\n" + err);
+        assertTrue(out.toString().matches("(?s).*clone\\s+FOREIGN DEVICE\\s+carries another domain's ivcuda device ivcuda-"
+                + originalUuid + " \\(the device of domain 'original'\\).*"), out.toString());
+        assertEquals(0, run(concat(common, "reconcile")), err.toString());
+        assertTrue(out.toString().contains("clone: untagged; removed another domain's ivcuda device ivcuda-" + originalUuid), out.toString());
+        out.getBuffer().setLength(0);
+        assertEquals(0, run(concat(common, "status")), out.toString());
+        assertTrue(out.toString().matches("(?s).*clone\\s+untagged.*"), out.toString());
+    }
+
+    @Test
     void unreadableConfigurationExitsTwoNamingTheFile() {
         Path missing = dir.resolve("missing.properties");
         assertEquals(2, run("--config", missing.toString(), "--connect", "test:///default", "status"));

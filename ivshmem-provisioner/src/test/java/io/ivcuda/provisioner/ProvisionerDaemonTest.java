@@ -88,6 +88,55 @@ class ProvisionerDaemonTest {
         assertNull(device());
     }
 
+    private String description() throws Exception {
+        return DomainXml.parse(xml()).description();
+    }
+
+    @Test
+    void anInvalidElementShowsItsReasonInTheDescriptionWithinASecond() throws Exception {
+        user.domainDefineXML(ReconcilerTest.domainXml("vm", UUID, ReconcilerTest.gpu("size='8M'"))
+                .replace("</uuid>", "</uuid><description>the user's words</description>")).free();
+        waitFor(() -> deviceMatches(Mode.PLAIN, 8L << 20), "the device is added");
+        // A redefine with a bad value, as virt-manager's XML editor does it on Apply.
+        String bad = xml().replace("size=\"8M\"", "size=\"300M\"").replace("size='8M'", "size='300M'");
+        assertTrue(bad.contains("300M"), bad);
+        long redefined = System.nanoTime();
+        user.domainDefineXML(bad).free();
+        String expected = "[ivcuda] error: region size 300M is not a power of two (e.g. 256M)\nthe user's words";
+        waitFor(() -> {
+            try {
+                return expected.equals(description());
+            } catch (Exception e) {
+                return false;
+            }
+        }, "the description says why");
+        long ms = (System.nanoTime() - redefined) / 1_000_000;
+        assertTrue(ms < 1000, "the reason showed " + ms + " ms after the redefine");
+        assertEquals(Mode.PLAIN, device().mode(), "the device is left as it was");
+    }
+
+    @Test
+    void aClonesCopyOfTheOriginalsDeviceIsRemoved() throws Exception {
+        user.domainDefineXML(ReconcilerTest.domainXml("vm", UUID, ReconcilerTest.gpu("size='8M'"))).free();
+        waitFor(() -> deviceMatches(Mode.PLAIN, 8L << 20), "the original's device is added");
+        String cloneUuid = "00000000-0000-0000-0000-0000000000ce";
+        // virt-clone: the original's XML with a new name and UUID, the original's <shmem> included.
+        user.domainDefineXML(xml().replace("<name>vm</name>", "<name>vm-clone</name>")
+                .replace("<uuid>" + UUID + "</uuid>", "<uuid>" + cloneUuid + "</uuid>")).free();
+        waitFor(() -> {
+            try {
+                Domain d = user.domainLookupByName("vm-clone");
+                DomainXml clone = DomainXml.parse(d.getXMLDesc(Domain.XMLFlags.INACTIVE));
+                d.free();
+                return clone.foreignShmemNames().isEmpty() && clone.currentShmem() != null
+                        && clone.currentShmem().name().equals("ivcuda-" + cloneUuid);
+            } catch (Exception e) {
+                return false;
+            }
+        }, "the clone has its own device and no longer the original's");
+        assertEquals("ivcuda-" + UUID, device().name(), "the original keeps its own");
+    }
+
     private String xml() throws Exception {
         Domain d = user.domainLookupByName("vm");
         try {

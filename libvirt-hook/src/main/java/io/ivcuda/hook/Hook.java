@@ -1,6 +1,7 @@
 package io.ivcuda.hook;
 
 import io.ivcuda.common.ByteSize;
+import io.ivcuda.common.DescriptionNote;
 import io.ivcuda.common.DomainXml;
 import io.ivcuda.common.GpuElement;
 import io.ivcuda.common.HostConfig;
@@ -16,6 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
 import java.util.Properties;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
@@ -26,7 +28,9 @@ import org.apache.logging.log4j.Logger;
  * release/end stops it and removes what belongs to the VM; reconnect/begin checks it is still there
  * (in plain mode it starts it again on the same region if not)
  * (and always succeeds, since a failing reconnect hook kills the running VM); migrate and restore of a
- * tagged domain are refused. Never writes to stdout and never calls libvirt.
+ * tagged domain are refused. A domain that carries another domain's ivcuda device, or our device
+ * without the element, never starts. What the user reads starts with the cause in a few words.
+ * Never writes to stdout and never calls libvirt.
  */
 final class Hook {
     private static final Logger LOG = LogManager.getLogger(Hook.class);
@@ -35,11 +39,17 @@ final class Hook {
     private final HostConfig host;
     private final ServerLauncher launcher;
     private final PrintStream user;
+    private final DomainNames domainNames;
 
     Hook(HostConfig host, ServerLauncher launcher, PrintStream user) {
+        this(host, launcher, user, new DomainNames(host.runtimeDir(), DomainNames.LIBVIRT_XML_DIRS));
+    }
+
+    Hook(HostConfig host, ServerLauncher launcher, PrintStream user, DomainNames domainNames) {
         this.host = host;
         this.launcher = launcher;
         this.user = user;
+        this.domainNames = domainNames;
     }
 
     /** The exit status libvirt gets: non-zero refuses prepare/start/started/migrate/restore. */
@@ -53,7 +63,19 @@ final class Hook {
         try {
             DomainXml domain = DomainXml.parse(xml);
             InstancePaths paths = InstancePaths.of(domain.uuid(), host);
+            switch (operation) {
+                case "prepare begin", "migrate begin", "restore begin" -> refuseForeignDevices(domain);
+                case "reconnect begin" -> warnOfForeignDevices(domain);
+                default -> { }
+            }
             if (!domain.isTagged()) {
+                if (operation.equals("prepare begin") && domain.currentShmem() != null) {
+                    throw new HookException("ivcuda device " + paths.shmemName() + " without the <ivcuda:gpu> element",
+                            "domain '" + domain.name() + "' carries the device <shmem name='" + paths.shmemName() + "'> but not "
+                                    + "the element that asks for it, so no cuda-server would serve the region QEMU creates. "
+                                    + "The ivshmem-provisioner removes the device (ivshmem-provisioner provision " + domain.name()
+                                    + "; is it running?), or put the element back.");
+                }
                 // The element can vanish from the live XML while the VM runs (virsh metadata --live --remove):
                 // a server started for it must still go with the VM.
                 if (operation.equals("release end") && Files.exists(paths.instanceConfig())) {
@@ -65,21 +87,78 @@ final class Hook {
                 case "prepare begin" -> prepare(domain, paths);
                 case "release end" -> release(domain, paths);
                 case "reconnect begin" -> reconnect(domain, paths);
-                case "migrate begin" -> throw new HookException("domain '" + domain.name()
-                        + "': migrating a domain with ivcuda GPU sharing is not supported yet; shut it down and start it on the other host");
-                case "restore begin" -> throw new HookException("domain '" + domain.name()
-                        + "': restoring a saved domain with ivcuda GPU sharing is not supported yet (its GPU state cannot be saved); start it afresh");
+                case "migrate begin" -> throw new HookException("migrating a domain with ivcuda GPU sharing is not supported",
+                        "domain '" + domain.name() + "': its GPU state (contexts, memory, streams) lives in its cuda-server on "
+                                + "the source host and cannot move with it. Shut it down and start it on the other host.");
+                case "restore begin" -> throw new HookException("a saved domain with ivcuda GPU sharing cannot be restored",
+                        "domain '" + domain.name() + "': its GPU state lived in the cuda-server that stopped when it was saved. "
+                                + "Start it afresh (virsh managedsave-remove " + domain.name() + ", or without the save file).");
                 default -> LOG.debug("{}: nothing to do for {}", domain.name(), operation);
             }
             return 0;
-        } catch (HookException | IvcudaConfigException e) {
+        } catch (HookException e) {
+            LOG.error("{} {}: {}{}", args[0], operation, e.getMessage(), e.detail() == null ? "" : ". " + e.detail());
+            tell(e.getMessage(), e.detail());
+            return mustSucceed ? 0 : 1;
+        } catch (IvcudaConfigException e) {
             LOG.error("{} {}: {}", args[0], operation, e.getMessage());
-            user.println("ivcuda: " + e.getMessage());
+            tell(e.summary(), e.getMessage());
             return mustSucceed ? 0 : 1;
         } catch (RuntimeException e) {
             LOG.error("{} {}: unexpected failure", args[0], operation, e);
-            user.println("ivcuda: " + args[0] + " " + operation + ": unexpected failure: " + e);
+            tell("unexpected failure in the hook: " + e, args[0] + " " + operation + "; see " + host.logDir().resolve("hook.log"));
             return mustSucceed ? 0 : 1;
+        }
+    }
+
+    /**
+     * What the user reads (libvirt puts our stderr at the end of its error): the cause in a few words on
+     * the first line, so that virsh and virt-manager's one-line summary show it; the details after it.
+     */
+    private void tell(String summary, String detail) {
+        user.println("ivcuda: " + summary);
+        if (detail != null && !detail.isBlank() && !detail.equals(summary)) {
+            user.println(detail);
+        }
+    }
+
+    /**
+     * Another domain's ivcuda device would make QEMU map that domain's live region — its guest could
+     * read and write the other VM's CUDA channels and data — or create a region file of the other
+     * domain's name. A clone copies the original's device; the provisioner removes it, and until it has,
+     * the domain does not start (nor arrive by migration or restore).
+     */
+    private void refuseForeignDevices(DomainXml domain) throws HookException {
+        List<String> foreign = domain.foreignShmemNames();
+        if (foreign.isEmpty()) {
+            return;
+        }
+        String first = foreign.get(0);
+        String ownerUuid = DomainXml.uuidOfShmemName(first);
+        String owner = ownerUuid == null ? "no domain (not a name ivcuda makes)" : domainNames.describe(ownerUuid);
+        String more = foreign.size() == 1 ? "" : " (and " + (foreign.size() - 1) + " more)";
+        StringBuilder detail = new StringBuilder("domain '" + domain.name() + "' has <shmem name='" + first + "'>, the ivcuda "
+                + "device of " + owner + more + ": started with it, its QEMU would map that domain's GPU region. A clone "
+                + "copies the original's device; the ivshmem-provisioner removes it (ivshmem-provisioner provision "
+                + domain.name() + "; is it running?) and gives the domain its own.");
+        for (String other : foreign.subList(1, foreign.size())) {
+            String uuid = DomainXml.uuidOfShmemName(other);
+            detail.append("\nAlso <shmem name='").append(other).append("'> of ")
+                    .append(uuid == null ? "no domain" : domainNames.describe(uuid)).append('.');
+        }
+        throw new HookException("domain '" + domain.name() + "' carries the ivcuda device of " + owner + more,
+                detail.toString());
+    }
+
+    /** reconnect must succeed (a failing reconnect kills the VM): a foreign device is only reported. */
+    private void warnOfForeignDevices(DomainXml domain) {
+        for (String shmemName : domain.foreignShmemNames()) {
+            String uuid = DomainXml.uuidOfShmemName(shmemName);
+            String message = "domain '" + domain.name() + "' runs with <shmem name='" + shmemName + "'>, the ivcuda device of "
+                    + (uuid == null ? "no domain" : domainNames.describe(uuid)) + ": shut it down; the provisioner removes the "
+                    + "device before its next start";
+            LOG.error(message);
+            user.println("ivcuda: " + message);
         }
     }
 
@@ -89,14 +168,19 @@ final class Hook {
         ShmemDevice wanted = ShmemDevice.desired(paths, settings);
         ShmemDevice present = domain.currentShmem();
         if (present == null) {
-            throw new HookException("domain '" + domain.name() + "' has the <ivcuda:gpu> element but not its device <shmem name='"
+            // The provisioner writes why it did not provision a domain into its description (DescriptionNote).
+            String provisionerSays = DescriptionNote.errorCause(domain.description());
+            throw new HookException(provisionerSays != null ? provisionerSays
+                    : "the ivcuda device is missing (is ivshmem-provisioner running?)",
+                    "domain '" + domain.name() + "' has the <ivcuda:gpu> element but not its device <shmem name='"
                     + paths.shmemName() + "'>. The ivshmem-provisioner adds it when the domain is defined: is it running "
                     + "(systemctl status ivcuda-provisioner)? To add it now: ivshmem-provisioner provision " + domain.name()
                     + " (or: ivshmem-provisioner status, to see why it was not added)");
         }
         if (!wanted.equals(present)) {
-            throw new HookException("domain '" + domain.name() + "': its device " + present.describe()
-                    + " does not match the <ivcuda:gpu> element, which asks for " + wanted.describe()
+            throw new HookException("the ivcuda device does not match the <ivcuda:gpu> element yet",
+                    "domain '" + domain.name() + "': its device " + present.describe()
+                    + " does not match the element, which asks for " + wanted.describe()
                     + ". Run: ivshmem-provisioner provision " + domain.name());
         }
         if (launcher.isRunning(paths)) {
@@ -143,12 +227,9 @@ final class Hook {
     private HookException failedStart(DomainXml domain, InstancePaths paths, String what, RegionFile.Header header) {
         String tail = launcher.logTail(paths, LOG_TAIL_LINES);
         cleanUp(paths);
-        StringBuilder message = new StringBuilder("domain '" + domain.name() + "': " + what);
-        if (!header.serverMessage().isEmpty()) {
-            message.append(": ").append(header.serverMessage());
-        }
-        message.append(". Last lines of its log (").append(launcher.logLocation(paths)).append("):\n").append(tail.strip());
-        return new HookException(message.toString());
+        String summary = what + (header.serverMessage().isEmpty() ? "" : ": " + header.serverMessage());
+        return new HookException(summary, "domain '" + domain.name() + "': last lines of the cuda-server's log ("
+                + launcher.logLocation(paths) + "):\n" + tail.strip());
     }
 
     private void release(DomainXml domain, InstancePaths paths) {

@@ -38,7 +38,7 @@ final class SystemdLauncher implements ServerLauncher {
         run(systemctl, "reset-failed", paths.systemdUnit());
         Result result = run(systemctl, "start", paths.systemdUnit());
         if (result.status != 0) {
-            throw new HookException("systemctl start " + paths.systemdUnit() + " failed: " + result.output.trim());
+            throw new HookException("systemctl start " + paths.systemdUnit() + " failed", result.output.trim());
         }
         LOG.info("started {}", paths.systemdUnit());
         long[] lastCheck = {0};

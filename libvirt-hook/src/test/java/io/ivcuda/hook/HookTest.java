@@ -133,7 +133,8 @@ class HookTest {
         assertEquals(runtime.resolve("ivcuda-" + TAGGED_UUID + ".sock").toString(), instance.getProperty("doorbell.socket"));
         assertEquals("32", instance.getProperty("doorbell.vectors"), "the <msi vectors> the provisioner writes");
         // The server writes its pidfile after it is READY (docs/architecture.md): it may lag a little.
-        for (int i = 0; i < 250 && !Files.exists(paths.pidfile()); i++) {
+        // The server writes it in place (create, then write): wait for the whole line, not only the file.
+        for (int i = 0; i < 250 && !(Files.exists(paths.pidfile()) && Files.readString(paths.pidfile()).endsWith("\n")); i++) {
             Thread.sleep(20);
         }
         long pid = Long.parseLong(Files.readString(paths.pidfile()).trim());
@@ -171,6 +172,7 @@ class HookTest {
     @Test
     void missingDeviceIsRefusedWithAClearMessage() throws Exception {
         assertEquals(1, hook("prepare begin", "tagged-without-shmem"));
+        assertEquals("ivcuda: the ivcuda device is missing (is ivshmem-provisioner running?)", firstLine(), told());
         assertTrue(told().contains("domain 'gpuvm'") && told().contains("ivshmem-provisioner provision gpuvm"), told());
         assertFalse(Files.exists(shm.resolve("ivcuda-" + TAGGED_UUID)));
         assertFalse(serverRunning());
@@ -187,7 +189,7 @@ class HookTest {
     void serverThatDiesBeforeReadyFailsTheStartWithItsLog() throws Exception {
         useConfig("standin.behaviour=exit\n");
         assertEquals(1, hook("prepare begin", "tagged"));
-        assertTrue(told().contains("exited with status 1 before it was ready"), told());
+        assertTrue(firstLine().startsWith("ivcuda: the cuda-server exited with status 1 before it was ready"), told());
         assertTrue(told().contains("failing on purpose"), "the log tail is shown: " + told());
         assertFalse(Files.exists(shm.resolve("ivcuda-" + TAGGED_UUID)), "cleaned up");
         assertFalse(Files.exists(paths.instanceConfig()), "cleaned up");
@@ -241,11 +243,132 @@ class HookTest {
     @Test
     void migrateAndRestoreOfTaggedDomainsAreRefused() throws Exception {
         assertEquals(1, hook("migrate begin", "tagged"));
-        assertTrue(told().contains("migrating a domain with ivcuda GPU sharing is not supported"), told());
+        assertEquals("ivcuda: migrating a domain with ivcuda GPU sharing is not supported", firstLine(), told());
+        assertTrue(told().contains("GPU state"), told());
+        userOutput.reset();
         assertEquals(1, hook("restore begin", "tagged"));
-        assertTrue(told().contains("restoring a saved domain with ivcuda GPU sharing is not supported"), told());
+        assertEquals("ivcuda: a saved domain with ivcuda GPU sharing cannot be restored", firstLine(), told());
         assertEquals(0, hook("migrate begin", "untagged"));
         assertEquals(0, hook("restore begin", "untagged"));
+    }
+
+    private String firstLine() {
+        return told().lines().findFirst().orElse("");
+    }
+
+    /** The hook as HookMain makes it, but with libvirt's XML directories in the test's own directory. */
+    private int hookXml(String operation, String xml) {
+        String[] words = operation.split(" ");
+        Hook hook = new Hook(host, new DirectLauncher(host), new PrintStream(userOutput, true, StandardCharsets.UTF_8),
+                new DomainNames(runtime, List.of(dir.resolve("etc-libvirt-qemu"), dir.resolve("run-libvirt-qemu"))));
+        return hook.run(new String[] {"gpuvm", words[0], words[1], "-"}, xml);
+    }
+
+    private static final String ORIGINAL_UUID = "0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5";
+
+    /** A clone's XML as virt-clone leaves it: its own device and the original's (here: plain and doorbell). */
+    private static String withForeignDevice(String xml, String model) {
+        String foreign = "<shmem name='ivcuda-" + ORIGINAL_UUID + "'>"
+                + (model.equals("ivshmem-plain") ? "<model type='ivshmem-plain'/><size unit='M'>4</size>"
+                        : "<model type='ivshmem-doorbell'/><server path='/run/ivcuda/ivcuda-" + ORIGINAL_UUID + ".sock'/>"
+                                + "<msi vectors='32' ioeventfd='on'/>")
+                + "</shmem>";
+        return xml.replace("</devices>", foreign + "</devices>");
+    }
+
+    private void assertNothingCreated() throws IOException {
+        assertFalse(serverRunning(), "no server started");
+        if (Files.exists(shm)) {
+            try (Stream<Path> files = Files.list(shm)) {
+                assertEquals(List.of(), files.toList(), "no region file, neither the domain's own nor the other's");
+            }
+        }
+        assertFalse(Files.exists(paths.instanceConfig()));
+    }
+
+    @Test
+    void foreignDeviceIsRefusedNamingBothDomainsFromLibvirtsFiles() throws Exception {
+        Path etc = Files.createDirectories(dir.resolve("etc-libvirt-qemu"));
+        Files.writeString(etc.resolve("unrelated.xml"), "<domain><name>unrelated</name><uuid>11111111-0000-4000-8000-000000000000</uuid></domain>");
+        Files.writeString(etc.resolve("original.xml"), "<!-- WARNING: THIS IS AN AUTO-GENERATED FILE. -->\n<domain type='qemu'>\n"
+                + "  <name>original</name>\n  <uuid>" + ORIGINAL_UUID + "</uuid>\n</domain>\n");
+        for (String model : new String[] {"ivshmem-plain", "ivshmem-doorbell"}) {
+            userOutput.reset();
+            assertEquals(1, hookXml("prepare begin", withForeignDevice(domain("tagged"), model)), told());
+            assertEquals("ivcuda: domain 'gpuvm' carries the ivcuda device of domain 'original'", firstLine(), told());
+            assertTrue(told().contains("ivcuda-" + ORIGINAL_UUID) && told().contains("ivshmem-provisioner provision gpuvm"), told());
+            assertNothingCreated();
+        }
+        // Untagged (the element removed, the copy left): the launcher hands it on, and it is refused all the same.
+        userOutput.reset();
+        String untagged = withForeignDevice(domain("untagged"), "ivshmem-plain");
+        assertEquals(1, hookXml("prepare begin", untagged), told());
+        assertTrue(firstLine().contains("of domain 'original'"), told());
+        for (String operation : new String[] {"migrate begin", "restore begin"}) {
+            assertEquals(1, hookXml(operation, untagged), operation);
+        }
+        assertNothingCreated();
+    }
+
+    @Test
+    void foreignDeviceOfARunningDomainIsNamedFromItsInstanceConfiguration() throws Exception {
+        Files.createDirectories(runtime);
+        Files.writeString(runtime.resolve(ORIGINAL_UUID + ".properties"), "domain.uuid=" + ORIGINAL_UUID + "\ndomain.name=running-one\n");
+        assertEquals(1, hookXml("prepare begin", withForeignDevice(domain("tagged"), "ivshmem-plain")), told());
+        assertEquals("ivcuda: domain 'gpuvm' carries the ivcuda device of domain 'running-one'", firstLine(), told());
+        assertFalse(Files.exists(shm.resolve("ivcuda-" + ORIGINAL_UUID)), "the other domain's region is not created");
+        assertFalse(serverRunning());
+    }
+
+    @Test
+    void foreignDeviceOfAnUnknownDomainIsNamedByItsUuid() throws Exception {
+        assertEquals(1, hookXml("prepare begin", withForeignDevice(domain("tagged"), "ivshmem-plain")), told());
+        assertEquals("ivcuda: domain 'gpuvm' carries the ivcuda device of a domain with UUID " + ORIGINAL_UUID, firstLine(), told());
+        assertNothingCreated();
+    }
+
+    @Test
+    void reconnectWithAForeignDeviceSucceedsAndSaysSo() throws Exception {
+        assertEquals(0, hookXml("reconnect begin", withForeignDevice(domain("tagged-reconnect-begin"), "ivshmem-plain")));
+        assertTrue(told().contains("runs with <shmem name='ivcuda-" + ORIGINAL_UUID + "'>"), told());
+    }
+
+    @Test
+    void ownDeviceWithoutTheElementIsRefused() throws Exception {
+        String untaggedWithDevice = domain("tagged").replaceAll("(?s)<metadata>.*</metadata>", "");
+        assertEquals(1, hookXml("prepare begin", untaggedWithDevice), told());
+        assertEquals("ivcuda: ivcuda device ivcuda-" + TAGGED_UUID + " without the <ivcuda:gpu> element", firstLine(), told());
+        assertNothingCreated();
+    }
+
+    @Test
+    void firstLineIsTheCauseInAFewWords() throws Exception {
+        String[][] cases = {
+            {"size=\"300M\"", "ivcuda: region size 300M is not a power of two (e.g. 256M)"},
+            {"size=\"512K\"", "ivcuda: region size 512K is less than 1 MiB (e.g. 256M)"},
+            {"mode=\"fast\"", "ivcuda: unknown mode 'fast' (use plain or doorbell)"},
+            {"device=\"3\"", "ivcuda: no GPU 3 on this host (this host configures 1 GPU)"},
+            {"quota=\"lots\"", "ivcuda: quota 'lots': not a byte count (examples: 268435456, 256M, 4G)"},
+        };
+        for (String[] c : cases) {
+            userOutput.reset();
+            assertEquals(1, hookXml("prepare begin", domain("tagged").replace("size=\"4M\"", c[0])), c[0]);
+            assertEquals(c[1], firstLine(), told());
+            assertTrue(told().lines().skip(1).anyMatch(l -> l.contains("domain 'gpuvm'") && l.contains(c[0].replace('"', '\''))),
+                    "the details name domain and attribute: " + told());
+        }
+        assertNothingCreated();
+    }
+
+    @Test
+    void missingDeviceShowsTheProvisionersReasonFirst() throws Exception {
+        String refused = domain("tagged-without-shmem").replace("</uuid>", "</uuid><description>my notes\n"
+                + "[ivcuda] error: GPU memory quota 6 GiB does not fit on GPU 0: capacity 8 GiB, 4 GiB already given to "
+                + "other domains</description>");
+        assertEquals(1, hookXml("prepare begin", refused), told());
+        assertEquals("ivcuda: GPU memory quota 6 GiB does not fit on GPU 0: capacity 8 GiB, 4 GiB already given to other domains",
+                firstLine(), told());
+        assertNothingCreated();
     }
 
     @Test

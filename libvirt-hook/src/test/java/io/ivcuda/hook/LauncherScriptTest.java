@@ -55,6 +55,16 @@ class LauncherScriptTest {
     }
 
     @Test
+    void untaggedDomainWithAnIvcudaDeviceReachesTheJavaHook() throws Exception {
+        // A clone whose element was removed still carries the original's device: the Java hook must refuse it.
+        String xml = HookTest.domain("untagged").replace("</devices>",
+                "<shmem name='ivcuda-0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5'><model type='ivshmem-plain'/></shmem></devices>");
+        Run run = launch(xml, fakeJava(), "plainvm", "prepare", "begin", "-");
+        assertEquals(7, run.status, "the Java hook's status is the hook's status");
+        assertTrue(Files.exists(dir.resolve("args")), "the Java hook did run");
+    }
+
+    @Test
     void reconnectAndReleaseSucceedWhateverTheJvmDoes() throws Exception {
         String xml = HookTest.domain("tagged");
         assertEquals(0, launch(xml, fakeJava(), "gpuvm", "reconnect", "begin", "-").status, "a failing reconnect would kill the VM");
