@@ -157,7 +157,6 @@ void ivc_launch_forget_process(void);
 
 /* module.c: the byte size of a module image (fatbin wrapper, fatbin, ELF, PTX); 0 if unknown */
 size_t ivc_image_size(const void *image);
-uint64_t ivc_fnv1a64(const void *bytes, size_t size);
 
 /* log.c */
 void ivc_log(const char *format, ...) __attribute__((format(printf, 1, 2)));

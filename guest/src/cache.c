@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "hash.h"
 #include "ivc_internal.h"
 
 #define BUCKETS 1024

@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "fake_server.h"
+#include "hash.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
 
