@@ -18,8 +18,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "interrupts.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "log.h"
+#include "region.h"
 
 #define IRQ_SOCKET_DEFAULT "/run/ivcuda/irq.sock"
 #define IRQ_MESSAGE_SIZE 48

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "ivc_internal.h"
+#include "log.h"
 
 void ivc_log(const char *format, ...)
 {

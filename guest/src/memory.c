@@ -8,6 +8,8 @@
 
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "log.h"
+#include "memory.h"
 
 /* ---- range maps (device allocations; pool blocks with their flags) ---- */
 

@@ -7,6 +7,9 @@
 #include "hash.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "log.h"
+#include "memory.h"
+#include "module.h"
 
 #define FATBIN_WRAPPER_MAGIC 0x466243b1u
 #define FATBIN_MAGIC 0xBA55ED50u

@@ -11,8 +11,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache.h"
+#include "interrupts.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "launch.h"
+#include "log.h"
+#include "memory.h"
+#include "module.h"
+#include "region.h"
 
 #define LIBRARY_VERSION "ivcuda-guest 0.1.0"
 /* Waiting for the server: spin, then yield the CPU, then sleep. The yield phase covers a

@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "fake_server.h"
+#include "interrupts.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
 
