@@ -108,7 +108,7 @@ void *ivc_pool_pointer(uint64_t offset);
 size_t ivc_inline_limit(void);
 /* Whether a ring record carrying `payload` bytes fits in the ring at all. */
 int ivc_ring_fits(size_t payload);
-/* Drops every piece of per-process state (called in a forked child). */
+/* In a forked child (process.c): forgets the parent's channels, token and heartbeat. */
 void ivc_transport_forget_process(void);
 /* Tests: shortens the 5 s server liveness limit. */
 extern uint64_t ivc_server_timeout_ns;

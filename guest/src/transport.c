@@ -15,10 +15,7 @@
 #include "interrupts.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
-#include "launch.h"
 #include "log.h"
-#include "memory.h"
-#include "module.h"
 #include "region.h"
 
 #define LIBRARY_VERSION "ivcuda-guest 0.1.0"
@@ -83,6 +80,7 @@ static uint64_t process_heartbeat;
 static int heartbeat_running;
 static int exit_registered;
 static pthread_key_t thread_key;
+static int key_created;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static _Thread_local struct ivc_channel *thread_channel;
 
@@ -265,12 +263,10 @@ static void *heartbeat_main(void *unused)
 
 static void thread_exit(void *value);
 static void process_exit(void);
-static void fork_child(void);
 
 static void make_key(void)
 {
-    pthread_key_create(&thread_key, thread_exit);
-    pthread_atfork(NULL, NULL, fork_child);
+    key_created = pthread_key_create(&thread_key, thread_exit) == 0;
 }
 
 /* Caller holds state_lock. */
@@ -501,28 +497,20 @@ static void process_exit(void)
 
 /* The child inherits the parent's channels in memory but not their ownership: it forgets
  * them (they stay the parent's in the region) and claims fresh ones with a new token. */
-static void fork_child(void)
+void ivc_transport_forget_process(void)
 {
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     state_lock = fresh;
     thread_channel = NULL;
-    pthread_setspecific(thread_key, NULL);
+    if (key_created)
+        pthread_setspecific(thread_key, NULL);
     heartbeat_running = 0;
     process_heartbeat = 0;
-    token = new_token();
+    if (token != 0) /* a process that never attached gets its token when it does */
+        token = new_token();
     if (channels != NULL)
         for (uint32_t i = 0; i < region.channel_count; i++)
             channels[i].in_use = 0;
-    ivc_transport_forget_process();
-}
-
-void ivc_transport_forget_process(void)
-{
-    ivc_cache_clear();
-    ivc_interrupts_forget_process();
-    ivc_memory_forget_process();
-    ivc_module_forget_process();
-    ivc_launch_forget_process();
 }
 
 /* ---- calls ---------------------------------------------------------------------- */
