@@ -98,19 +98,4 @@ struct ivc_region {
     uint64_t pool_size;
 };
 
-/* transport.c */
-/* The attached region, or NULL when attaching failed (CUDA_ERROR_NOT_INITIALIZED). */
-const struct ivc_region *ivc_region(CUresult *error);
-int ivc_in_pool(const void *pointer, size_t size);
-uint64_t ivc_pool_offset(const void *pointer);
-void *ivc_pool_pointer(uint64_t offset);
-/* The largest copy that travels inline in a request or response (§6). */
-size_t ivc_inline_limit(void);
-/* Whether a ring record carrying `payload` bytes fits in the ring at all. */
-int ivc_ring_fits(size_t payload);
-/* In a forked child (process.c): forgets the parent's channels, token and heartbeat. */
-void ivc_transport_forget_process(void);
-/* Tests: shortens the 5 s server liveness limit. */
-extern uint64_t ivc_server_timeout_ns;
-
 #endif

@@ -1,5 +1,5 @@
-/* The process-wide answer cache of `cached` functions (api/cuda-driver.api): the call
- * path (call.c) asks it before a call and fills it after a success. */
+/* What cache.c offers the call path (call.c), which asks it before a `cached` call and
+ * fills it after a success. */
 #ifndef IVC_CACHE_H
 #define IVC_CACHE_H
 

@@ -1,4 +1,7 @@
-/* FNV-1a 64 (hash.h says who relies on it). */
+/* FNV-1a 64: the one hash of the guest library. It names a module image on the wire
+ * (module.c; the server keeps images by this hash, so both ends must agree on it) and
+ * spreads the answer cache's keys over its buckets (cache.c). A unit of its own so that
+ * neither of them reaches into the other for it. */
 #include "hash.h"
 
 uint64_t ivc_fnv1a64(const void *bytes, size_t size)

@@ -1,6 +1,4 @@
-/* FNV-1a 64: the one hash of the guest library. It names a module image on the wire
- * (module.c: the server keeps images by this hash, so both ends must agree on it) and
- * spreads the answer cache's keys over its buckets (cache.c). */
+/* What hash.c offers: FNV-1a 64. */
 #ifndef IVC_HASH_H
 #define IVC_HASH_H
 

@@ -1,6 +1,5 @@
-/* Host → guest interrupts in doorbell mode (docs/protocol.md §8, §8.1): the MSI-X vector
- * eventfds a waiting thread may sleep on instead of polling: opened with the region,
- * slept on by a waiting thread, reported at process exit. */
+/* What interrupts.c offers: the MSI-X vector eventfds a waiting thread may sleep on in
+ * doorbell mode instead of polling. */
 #ifndef IVC_INTERRUPTS_H
 #define IVC_INTERRUPTS_H
 

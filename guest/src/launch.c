@@ -7,6 +7,7 @@
 
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "channel.h"
 #include "launch.h"
 #include "log.h"
 

@@ -1,6 +1,5 @@
-/* How the library speaks: one-line stderr messages that start with "ivcuda:" (ivc_log)
- * and the IVCUDA_DEBUG call trace (ivc_trace). Every unit uses them; they use nothing of
- * the library, so any unit may report from anywhere without a loop. */
+/* What log.c offers: one-line stderr messages (ivc_log) and the IVCUDA_DEBUG call trace
+ * (ivc_trace). */
 #ifndef IVC_LOG_H
 #define IVC_LOG_H
 

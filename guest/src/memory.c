@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "ivc_api.h"
+#include "channel.h"
 #include "ivc_internal.h"
 #include "log.h"
 #include "memory.h"

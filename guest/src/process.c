@@ -15,18 +15,20 @@
 #include <pthread.h>
 
 #include "cache.h"
+#include "channel.h"
 #include "interrupts.h"
-#include "ivc_internal.h"
 #include "launch.h"
 #include "memory.h"
 #include "module.h"
+#include "session.h"
 
 /* Runs in the child, which has one thread: no lock can be held by anyone else, and each
  * reset replaces its locks with fresh ones. The order does not matter: the units share
  * nothing. */
 static void forget_process(void)
 {
-    ivc_transport_forget_process();
+    ivc_channel_forget_process();
+    ivc_session_forget_process();
     ivc_cache_clear();
     ivc_interrupts_forget_process();
     ivc_memory_forget_process();

@@ -1,7 +1,6 @@
-/* Finding, mapping and validating the shared-memory region (docs/protocol.md §2), and
- * ringing its doorbell (§8). The lowest unit beside the log: it knows the header's layout
- * (ivc_internal.h) and the PCI device, nothing of channels or calls. The interrupt daemon
- * (tools/ivcuda-guest-irqd.c) links it for the same PCI scan. */
+/* What region.c offers: finding, mapping and validating the region, and its doorbell.
+ * The lowest unit beside the log; the interrupt daemon (tools/ivcuda-guest-irqd.c) links
+ * it too, for the same PCI scan. */
 #ifndef IVC_REGION_H
 #define IVC_REGION_H
 
