@@ -32,6 +32,13 @@ struct ivc_channel {
  * (CUDA_ERROR_NOT_INITIALIZED, said on stderr). */
 const struct ivc_region *ivc_region(CUresult *error);
 
+/* CUDA_SUCCESS once the region is attached, else ivc_region's error. */
+static inline CUresult ivc_need_region(void)
+{
+    CUresult r;
+    return ivc_region(&r) != NULL ? CUDA_SUCCESS : r;
+}
+
 /* Claims a free channel at rest (attaching first) and starts the heartbeat: the caller
  * says hello on it next. CUDA_ERROR_OUT_OF_MEMORY when every channel is taken. */
 CUresult ivc_channel_claim(struct ivc_channel **out);

@@ -1,4 +1,4 @@
-/* Device memory and copies (memory.c): what other units need of it. */
+/* What memory.c offers other units: module globals as device memory, and its reset. */
 #ifndef IVC_MEMORY_H
 #define IVC_MEMORY_H
 

@@ -20,6 +20,7 @@
 #include "launch.h"
 #include "memory.h"
 #include "module.h"
+#include "pinned.h"
 #include "session.h"
 
 /* Runs in the child, which has one thread: no lock can be held by anyone else, and each
@@ -32,6 +33,7 @@ static void forget_process(void)
     ivc_cache_clear();
     ivc_interrupts_forget_process();
     ivc_memory_forget_process();
+    ivc_pinned_forget_process();
     ivc_module_forget_process();
     ivc_launch_forget_process();
 }
