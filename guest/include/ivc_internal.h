@@ -1,7 +1,4 @@
-/* The region as the guest library sees it: the wire layout's offsets (docs/protocol.md
- * §2-§6), the accessors that read and publish its fields, and the validated layout read
- * from the header (struct ivc_region). Each unit declares its own functions in its
- * src/<unit>.h. */
+/* Library-internal state and helpers shared by the guest's source files. */
 #ifndef IVC_INTERNAL_H
 #define IVC_INTERNAL_H
 
@@ -97,5 +94,7 @@ struct ivc_region {
     uint64_t pool_offset;
     uint64_t pool_size;
 };
+
+/* Each unit declares its own functions in its src/<unit>.h. */
 
 #endif
