@@ -9,7 +9,6 @@
  * the call (CUDA_ERROR_INVALID_VALUE, the parameter named) before anything is published,
  * and a response that does not decode exactly is CUDA_ERROR_UNKNOWN. */
 #include <inttypes.h>
-#include <stdatomic.h>
 
 #include "cache.h"
 #include "call.h"
@@ -17,13 +16,7 @@
 #include "log.h"
 #include "wait.h"
 
-/* Set by cuInit's successful response; read by every ivc_begin. */
-static atomic_int initialized;
-
-int ivc_call_initialized(void)
-{
-    return atomic_load_explicit(&initialized, memory_order_acquire);
-}
+atomic_int ivc_cuinit_succeeded;
 
 /* ---- encoding ------------------------------------------------------------------------ */
 
@@ -147,7 +140,7 @@ CUresult ivc_await(struct ivc_call *call)
     call->response_length = length;
     ivc_trace("%s -> %d (channel %u, seq %" PRIu64 ")", call->name, result, ch->index, seq);
     if (call->opcode == IVC_OP_cuInit && result == CUDA_SUCCESS)
-        atomic_store_explicit(&initialized, 1, memory_order_release);
+        atomic_store_explicit(&ivc_cuinit_succeeded, 1, memory_order_release);
     return result;
 }
 
