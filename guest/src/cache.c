@@ -3,8 +3,10 @@
  * child starts empty); answers are device facts that do not change while it runs. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "ivc_internal.h"
+#include "cache.h"
+#include "hash.h"
 
 #define BUCKETS 1024
 

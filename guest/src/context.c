@@ -2,6 +2,7 @@
  * cuCtxCreate_v2 on the wire; with them, not supported yet. */
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "log.h"
 
 IVC_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
                                    unsigned int flags, CUdevice dev)

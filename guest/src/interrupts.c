@@ -10,7 +10,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
-#include <time.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +17,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "interrupts.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "log.h"
+#include "region.h"
 
 #define IRQ_SOCKET_DEFAULT "/run/ivcuda/irq.sock"
 #define IRQ_MESSAGE_SIZE 48
@@ -245,9 +248,7 @@ static void reconnect(void)
 {
     if (daemon_region == NULL || pthread_mutex_trylock(&reconnect_lock) != 0)
         return;
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    uint64_t now = (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+    uint64_t now = ivc_now_ns();
     if (atomic_load(&source_lost) && now - last_reconnect_ns >= 1000000000ULL) {
         last_reconnect_ns = now;
         int old_fds[IRQ_MAX_VECTORS];

@@ -7,6 +7,9 @@
 
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "channel.h"
+#include "launch.h"
+#include "log.h"
 
 #define MAX_PARAMS 1024
 #define MAX_PARAM_BYTES 32768

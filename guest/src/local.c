@@ -5,6 +5,7 @@
 #include "ivc_api.h"
 #include "ivc_exports.h"
 #include "ivc_internal.h"
+#include "log.h"
 
 struct error_text {
     int code;

@@ -1,10 +1,12 @@
-/* One-line stderr messages and the IVCUDA_DEBUG call trace. */
+/* How the library speaks: one-line stderr messages that start with "ivcuda:" and the
+ * IVCUDA_DEBUG call trace. Every unit uses them and they use nothing of the library, so
+ * any unit may report from anywhere without a loop. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "ivc_internal.h"
+#include "log.h"
 
 void ivc_log(const char *format, ...)
 {

@@ -4,24 +4,17 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "hash.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "log.h"
+#include "memory.h"
+#include "module.h"
 
 #define FATBIN_WRAPPER_MAGIC 0x466243b1u
 #define FATBIN_MAGIC 0xBA55ED50u
 #define MAX_IMAGE_SIZE (1ULL << 32)
 #define MAX_JIT_OPTIONS 64
-
-uint64_t ivc_fnv1a64(const void *bytes, size_t size)
-{
-    const uint8_t *p = bytes;
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < size; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
 
 static size_t fatbin_size(const uint8_t *p)
 {

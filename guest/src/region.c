@@ -13,6 +13,8 @@
 
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "log.h"
+#include "region.h"
 
 #define CHECK(condition, ...)                                  \
     do {                                                       \

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "hash.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
 

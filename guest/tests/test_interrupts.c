@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "fake_server.h"
+#include "interrupts.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
 
@@ -203,8 +204,12 @@ int main(void)
 
     message_checks();
 
-    /* end to end: the server answers after 3 ms, the guest's spin phase (20 us) ends, it sets
-     * guest_waiting and sleeps on the vector; the server's raise wakes it */
+    /* end to end: the server answers after 3 ms, the guest's busy budget (20 us here) ends, it
+     * sets guest_waiting and sleeps on the vector; the server's raise wakes it. With the 2 ms
+     * default, a loaded machine let the guest yield past the 3 ms, so that it never slept and
+     * the checks below failed (on two CPUs under load, about one run in three) or the test hung
+     * waiting for a reconnect that only a sleep triggers. */
+    setenv("IVCUDA_SPIN_US", "20", 1);
     fake.extra_features = IVC_FEATURE_DOORBELL;
     fake.doorbell_vectors = FAKE_CHANNELS;
     atomic_store(&fake.interrupt_count, FAKE_CHANNELS);

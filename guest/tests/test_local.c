@@ -7,6 +7,7 @@
 #include "check.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "module.h"
 
 CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 CUresult cuGetErrorName(CUresult, const char **);

@@ -10,6 +10,7 @@
 #include "fake_server.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "region.h"
 
 static uint8_t *image;
 

@@ -7,10 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "channel.h"
 #include "check.h"
 #include "fake_server.h"
+#include "hash.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "wait.h"
 
 CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemFree_v2(CUdeviceptr);

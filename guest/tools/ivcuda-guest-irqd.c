@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "ivc_internal.h"
+#include "region.h"
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE 64

@@ -1,0 +1,259 @@
+/* This process's attachment to the region and its channels (docs/protocol.md §3, §7, §8):
+ * the region mapped once per process, a channel claimed by putting the process token into
+ * its `owner`, the heartbeat thread that keeps the claims alive, a channel given back only
+ * at rest, and the doorbell rung after a publish. It sends no call itself: the hello and
+ * the goodbyes are calls, so they belong to the session (session.c), above the call path.
+ * One lock guards the process-wide state (attaching, claiming, releasing, the heartbeat);
+ * a call in flight touches only its own channel and takes no lock. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "channel.h"
+#include "clock.h"
+#include "interrupts.h"
+#include "log.h"
+
+#define HEARTBEAT_PERIOD_NS 250000000L
+
+/* Process-wide state; forgotten in a forked child. */
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ivc_region region;
+static int attached;
+static uint64_t token;
+static struct ivc_channel *channels; /* channel_count entries; in_use marks ours */
+static uint64_t process_heartbeat;
+static int heartbeat_running;
+
+/* pid in the high half, a random non-zero nonce in the low half: a forked child or a
+ * reused pid claims with a value of its own. */
+static uint64_t new_token(void)
+{
+    uint32_t nonce = 0;
+    while (nonce == 0) {
+        if (getrandom(&nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce)
+            nonce = (uint32_t)ivc_now_ns() ^ (uint32_t)getpid();
+    }
+    return (uint64_t)(uint32_t)getpid() << 32 | nonce;
+}
+
+/* §7: every channel this process holds, and the header's guest heartbeat, count up
+ * while the process lives; the server reclaims channels whose count stops. */
+static void *heartbeat_main(void *unused)
+{
+    (void)unused;
+    for (;;) {
+        struct timespec t = {0, HEARTBEAT_PERIOD_NS};
+        nanosleep(&t, NULL);
+        pthread_mutex_lock(&state_lock);
+        if (!heartbeat_running) {
+            pthread_mutex_unlock(&state_lock);
+            return NULL;
+        }
+        uint64_t beat = ++process_heartbeat;
+        for (uint32_t i = 0; attached && i < region.channel_count; i++)
+            if (channels[i].in_use)
+                ivc_store64(channels[i].base + IVC_CH_OWNER_HEARTBEAT, beat);
+        if (attached)
+            __atomic_fetch_add((uint64_t *)(region.base + IVC_HDR_GUEST_HEARTBEAT), 1, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&state_lock);
+    }
+}
+
+/* Caller holds state_lock. */
+static void start_heartbeat_locked(void)
+{
+    if (heartbeat_running)
+        return;
+    pthread_t thread;
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&thread, &attributes, heartbeat_main, NULL) == 0)
+        heartbeat_running = 1;
+    pthread_attr_destroy(&attributes);
+}
+
+/* Caller holds state_lock. */
+static CUresult attach_locked(void)
+{
+    if (attached)
+        return CUDA_SUCCESS;
+    CUresult r = ivc_region_open(&region);
+    if (r != CUDA_SUCCESS)
+        return r;
+    channels = calloc(region.channel_count, sizeof *channels);
+    if (channels == NULL) {
+        ivc_region_close(&region);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    for (uint32_t i = 0; i < region.channel_count; i++) {
+        struct ivc_channel *ch = &channels[i];
+        ch->region = &region;
+        ch->index = i;
+        ch->base = region.base + region.channel_table_offset + (uint64_t)i * region.channel_stride;
+        ch->request = ch->base + IVC_CH_AREAS;
+        ch->response = ch->request + region.request_area_size;
+        ch->ring = ch->response + region.response_area_size;
+        ch->window = ch->ring + region.ring_size;
+    }
+    if (token == 0)
+        token = new_token();
+    ivc_interrupts_open(&region);
+    attached = 1;
+    return CUDA_SUCCESS;
+}
+
+const struct ivc_region *ivc_region(CUresult *error)
+{
+    pthread_mutex_lock(&state_lock);
+    CUresult r = attach_locked();
+    pthread_mutex_unlock(&state_lock);
+    if (error != NULL)
+        *error = r;
+    return r == CUDA_SUCCESS ? &region : NULL;
+}
+
+/* Whether the server has answered everything, drained the ring and taken every chunk. */
+static int at_rest(const struct ivc_channel *ch)
+{
+    return ivc_load64(ch->base + IVC_CH_RESP_SEQ) == ivc_load64(ch->base + IVC_CH_REQ_SEQ)
+           && ivc_load64(ch->base + IVC_CH_RING_HEAD) == ivc_load64(ch->base + IVC_CH_RING_TAIL)
+           && ivc_load64(ch->base + IVC_CH_SERVER_CHUNK) == ivc_load64(ch->base + IVC_CH_GUEST_CHUNK);
+}
+
+/* Caller holds state_lock; the channel is ours and at rest. */
+static void give_back_locked(struct ivc_channel *ch)
+{
+    ch->in_use = 0;
+    __atomic_store_n((uint64_t *)(ch->base + IVC_CH_OWNER), 0, __ATOMIC_RELEASE);
+}
+
+CUresult ivc_channel_claim(struct ivc_channel **out)
+{
+    pthread_mutex_lock(&state_lock);
+    CUresult r = attach_locked();
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&state_lock);
+        return r;
+    }
+    struct ivc_channel *ch = NULL;
+    for (uint32_t i = 0; i < region.channel_count && ch == NULL; i++) {
+        uint64_t expected = 0;
+        if (channels[i].in_use || ivc_load64(channels[i].base + IVC_CH_OWNER) != 0)
+            continue;
+        if (!at_rest(&channels[i])) {
+            /* §3: a free channel has equal counters; this one is not settled yet */
+            ivc_trace("channel %u is free but not at rest; skipping it", i);
+            continue;
+        }
+        if (__atomic_compare_exchange_n((uint64_t *)(channels[i].base + IVC_CH_OWNER), &expected, token, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            ch = &channels[i];
+    }
+    if (ch == NULL) {
+        pthread_mutex_unlock(&state_lock);
+        ivc_log("region %s: all %u channels are in use; raise channel.count on the host", region.path,
+                region.channel_count);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    ch->in_use = 1;
+    ch->broken = 0;
+    ch->token = token;
+    /* §3: counters continue from the values the channel carries. */
+    ch->seq = ivc_load64(ch->base + IVC_CH_REQ_SEQ);
+    ch->ring_tail = ivc_load64(ch->base + IVC_CH_RING_TAIL);
+    ch->ring_head_seen = ivc_load64(ch->base + IVC_CH_RING_HEAD);
+    ch->chunk = ivc_load64(ch->base + IVC_CH_GUEST_CHUNK);
+    ivc_store32(ch->base + IVC_CH_OWNER_PID, (uint32_t)getpid());
+    ivc_store32(ch->base + IVC_CH_OWNER_TID, (uint32_t)gettid());
+    ivc_store64(ch->base + IVC_CH_OWNER_HEARTBEAT, process_heartbeat);
+    start_heartbeat_locked();
+    pthread_mutex_unlock(&state_lock);
+    *out = ch;
+    return CUDA_SUCCESS;
+}
+
+/* A channel with a request still unanswered (its server stopped answering) stays this
+ * process's until the server reclaims the token and settles it, so that nobody else
+ * inherits the pending request. */
+void ivc_channel_release(struct ivc_channel *ch)
+{
+    pthread_mutex_lock(&state_lock);
+    if (at_rest(ch))
+        give_back_locked(ch);
+    else
+        ivc_trace("channel %u is not at rest: left for the server to reclaim", ch->index);
+    pthread_mutex_unlock(&state_lock);
+}
+
+int ivc_channel_any_in_use(void)
+{
+    if (!attached)
+        return 0;
+    int any = 0;
+    for (uint32_t i = 0; i < region.channel_count; i++)
+        any |= channels[i].in_use;
+    return any;
+}
+
+void ivc_channel_release_all(void)
+{
+    pthread_mutex_lock(&state_lock);
+    heartbeat_running = 0;
+    for (uint32_t i = 0; attached && i < region.channel_count; i++)
+        if (channels[i].in_use && at_rest(&channels[i]))
+            give_back_locked(&channels[i]);
+    pthread_mutex_unlock(&state_lock);
+}
+
+/* The child has one thread: the lock may have been held by another of the parent's. The
+ * channels keep their mapping and layout; the region's `owner` still says the parent. */
+void ivc_channel_forget_process(void)
+{
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    state_lock = fresh;
+    heartbeat_running = 0;
+    process_heartbeat = 0;
+    if (token != 0) /* a process that never attached gets its token when it does */
+        token = new_token();
+    if (channels != NULL)
+        for (uint32_t i = 0; i < region.channel_count; i++)
+            channels[i].in_use = 0;
+}
+
+/* ---- the pool and the copy limits ---------------------------------------------------- */
+
+int ivc_in_pool(const void *pointer, size_t size)
+{
+    if (!attached || region.pool_size == 0 || pointer == NULL)
+        return 0;
+    uintptr_t p = (uintptr_t)pointer;
+    uintptr_t start = (uintptr_t)(region.base + region.pool_offset);
+    return p >= start && p - start <= region.pool_size && size <= region.pool_size - (p - start);
+}
+
+uint64_t ivc_pool_offset(const void *pointer)
+{
+    return (uint64_t)((const uint8_t *)pointer - (region.base + region.pool_offset));
+}
+
+void *ivc_pool_pointer(uint64_t offset)
+{
+    return region.base + region.pool_offset + offset;
+}
+
+size_t ivc_inline_limit(void)
+{
+    if (!attached)
+        return 0;
+    uint32_t smaller = region.request_area_size < region.response_area_size ? region.request_area_size
+                                                                           : region.response_area_size;
+    return smaller - 64;
+}
+
+int ivc_ring_fits(size_t payload)
+{
+    return IVC_RECORD_HEADER + ((payload + 7) & ~(size_t)7) <= region.ring_size;
+}

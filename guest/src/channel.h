@@ -1,0 +1,77 @@
+/* What channel.c offers the units above it: the attached region, channels to claim and
+ * give back, the doorbell after a publish, the pool and the copy limits. */
+#ifndef IVC_CHANNEL_H
+#define IVC_CHANNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ivc_internal.h"
+#include "region.h"
+
+/* One channel as this process uses it: where its areas are, and the counters this side
+ * writes, kept here so that publishing needs no read of shared memory. */
+struct ivc_channel {
+    const struct ivc_region *region;
+    uint8_t *base;
+    uint32_t index;
+    uint8_t *request;
+    uint8_t *response;
+    uint8_t *ring;
+    uint8_t *window;
+    uint64_t token;          /* the owner value it was claimed with */
+    uint64_t seq;            /* last req_seq written */
+    uint64_t ring_tail;      /* bytes ever written to the ring */
+    uint64_t ring_head_seen; /* the server's ring_head as last read: space is known without a read */
+    uint64_t chunk;          /* guest_chunk */
+    int broken;              /* the server stopped answering on it: every call fails */
+    int in_use;
+};
+
+/* The attached region (mapped and validated on first use), or NULL when attaching failed
+ * (CUDA_ERROR_NOT_INITIALIZED, said on stderr). */
+const struct ivc_region *ivc_region(CUresult *error);
+
+/* CUDA_SUCCESS once the region is attached, else ivc_region's error. */
+static inline CUresult ivc_need_region(void)
+{
+    CUresult r;
+    return ivc_region(&r) != NULL ? CUDA_SUCCESS : r;
+}
+
+/* Claims a free channel at rest (attaching first) and starts the heartbeat: the caller
+ * says hello on it next. CUDA_ERROR_OUT_OF_MEMORY when every channel is taken. */
+CUresult ivc_channel_claim(struct ivc_channel **out);
+/* Gives the channel back if it is at rest; one with a request still unanswered stays
+ * this process's until the server reclaims it (§3, §7). */
+void ivc_channel_release(struct ivc_channel *channel);
+/* Whether this process holds any channel. */
+int ivc_channel_any_in_use(void);
+/* At process exit: stops the heartbeat and gives back every held channel at rest. */
+void ivc_channel_release_all(void);
+/* In a forked child: the parent's channels stay the parent's; a new token for new claims. */
+void ivc_channel_forget_process(void);
+
+/* After publishing req_seq, ring_tail or guest_chunk: rings the doorbell if the server's
+ * worker is parked. Store, then load server_parked: a full fence between (§8). Inline
+ * because every call passes here. */
+static inline void ivc_channel_notify(const struct ivc_channel *channel)
+{
+    if (!(channel->region->feature_bits & IVC_FEATURE_DOORBELL))
+        return;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (ivc_load32(channel->base + IVC_CH_SERVER_PARKED) == 1)
+        ivc_region_ring_doorbell(channel->region, channel->index);
+}
+
+/* The attached region's pool (§6: pinned host memory travels by offset) and the sizes
+ * that choose a copy's path. Before attaching: nothing is in the pool, no copy is inline. */
+int ivc_in_pool(const void *pointer, size_t size);
+uint64_t ivc_pool_offset(const void *pointer);
+void *ivc_pool_pointer(uint64_t offset);
+/* The largest copy that travels inline in a request or response (§6). */
+size_t ivc_inline_limit(void);
+/* Whether a ring record carrying `payload` bytes fits in the ring at all. */
+int ivc_ring_fits(size_t payload);
+
+#endif
