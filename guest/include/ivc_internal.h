@@ -159,6 +159,12 @@ void ivc_launch_forget_process(void);
 size_t ivc_image_size(const void *image);
 uint64_t ivc_fnv1a64(const void *bytes, size_t size);
 
+/* proc_address.c: the variant cuGetProcAddress(base, cuda_version, flags) answers, or NULL
+ * with the reason in *status */
+struct ivc_proc_address;
+const struct ivc_proc_address *ivc_proc_address_find(const char *base, int cuda_version, cuuint64_t flags,
+                                                     CUdriverProcAddressQueryResult *status);
+
 /* log.c */
 void ivc_log(const char *format, ...) __attribute__((format(printf, 1, 2)));
 int ivc_debug(void);
