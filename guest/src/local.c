@@ -1,6 +1,8 @@
 /* Calls answered in the guest without the server: the driver version, error names and
- * strings, cuGetExportTable. (cuGetProcAddress: proc_address.c.) */
+ * strings, the module loading mode. (cuGetProcAddress: proc_address.c; cuGetExportTable:
+ * export_tables.c.) */
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "ivc_api.h"
 #include "ivc_internal.h"
@@ -53,18 +55,15 @@ IVC_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr)
 }
 IVC_ALIASES_cuGetErrorString
 
-IVC_EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+/* The driver reads CUDA_MODULE_LOADING in the process it runs in: here, the guest program's.
+ * Lazy unless EAGER, as the driver's default is since CUDA 12.2 (CUDA programming guide, "Lazy
+ * Loading"); cudart asks before anything else. */
+IVC_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 {
-    static atomic_int logged;
-    if (ppExportTable != NULL)
-        *ppExportTable = NULL;
-    if (atomic_exchange(&logged, 1) == 0) {
-        char uuid[33] = "";
-        for (int i = 0; pExportTableId != NULL && i < 16; i++)
-            snprintf(uuid + 2 * i, 3, "%02x", (unsigned char)pExportTableId->bytes[i]);
-        ivc_log("cuGetExportTable(%s) is not supported yet: runtime-API programs need it (CUDA_ERROR_NOT_SUPPORTED)",
-                uuid);
-    }
-    return CUDA_ERROR_NOT_SUPPORTED;
+    if (mode == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    const char *setting = getenv("CUDA_MODULE_LOADING");
+    *mode = setting != NULL && strcmp(setting, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
+    return CUDA_SUCCESS;
 }
-IVC_ALIASES_cuGetExportTable
+IVC_ALIASES_cuModuleGetLoadingMode
