@@ -93,18 +93,28 @@ CUresult ivc_context_local_put(CUcontext context, void *key, void *value, ivc_co
     return CUDA_SUCCESS;
 }
 
-CUresult ivc_context_local_remove(CUcontext context, void *key)
+/* The value of (context, key) into *value, taking the entry out if `take`; NOT_FOUND if none. */
+static CUresult find(CUcontext context, void *key, int take, void **value, const char *what)
 {
     CUresult r = resolve_context(&context);
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&lock);
     struct entry *e = find_locked(context, key);
-    if (e != NULL)
-        *e = entries[--entry_count];
+    if (e != NULL) {
+        *value = e->value;
+        if (take)
+            *e = entries[--entry_count];
+    }
     pthread_mutex_unlock(&lock);
-    ivc_trace("context-local storage: remove %p/%p -> %s", (void *)context, key, e ? "removed" : "none");
+    ivc_trace("context-local storage: %s %p/%p -> %p", what, (void *)context, key, e ? *value : NULL);
     return e != NULL ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult ivc_context_local_remove(CUcontext context, void *key)
+{
+    void *value = NULL;
+    return find(context, key, 1, &value, "remove");
 }
 
 CUresult ivc_context_local_get(void **value, CUcontext context, void *key)
@@ -112,16 +122,7 @@ CUresult ivc_context_local_get(void **value, CUcontext context, void *key)
     if (value == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     *value = NULL;
-    CUresult r = resolve_context(&context);
-    if (r != CUDA_SUCCESS)
-        return r;
-    pthread_mutex_lock(&lock);
-    struct entry *e = find_locked(context, key);
-    if (e != NULL)
-        *value = e->value;
-    pthread_mutex_unlock(&lock);
-    ivc_trace("context-local storage: get %p/%p -> %p", (void *)context, key, *value);
-    return e != NULL ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+    return find(context, key, 0, value, "get");
 }
 
 /* Takes the context's entries out, then runs their destructors without the lock: a destructor

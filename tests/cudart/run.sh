@@ -65,18 +65,9 @@ for toolkit in "${!nvcc[@]}"; do
     fi
 done
 
-java -jar cuda-server/target/cuda-server.jar --set region.path="$region" --set region.size=268435456 \
-    --set backend=host-memory --set domain.name=cudart-test >"$work/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 100); do
-    if [ -e "$region" ] && python3 - "$region" <<'PY' 2>/dev/null; then break; fi
-import struct, sys
-with open(sys.argv[1], 'rb') as f:
-    h = f.read(0x20)
-sys.exit(0 if struct.unpack_from('<Q', h)[0] == 0x3130414455435649 and struct.unpack_from('<I', h, 0x18)[0] == 1 else 1)
-PY
-    sleep 0.1
-done
+. tests/host-memory-server.sh
+start_host_memory_server "$region" "$work/server.log" --set region.size=268435456 --set domain.name=cudart-test ||
+    fail "host-memory server"
 
 integrity="cudart's integrity check (export table d4082055 slot 1) needs the host's real driver"
 for toolkit in "${!nvcc[@]}"; do
