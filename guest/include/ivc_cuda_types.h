@@ -48,6 +48,11 @@ typedef struct CUlaunchConfig_st {
 
 typedef size_t (*CUoccupancyB2DSize)(int blockSize);
 
+typedef enum CUmoduleLoadingMode_enum {
+    CU_MODULE_EAGER_LOADING = 0x1,
+    CU_MODULE_LAZY_LOADING = 0x2
+} CUmoduleLoadingMode;
+
 typedef enum CUdriverProcAddressQueryResult_enum {
     CU_GET_PROC_ADDRESS_SUCCESS = 0,
     CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,

@@ -219,7 +219,26 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
     }
     case IVC_OP_cuDevicePrimaryCtxRetain:
         w_u64(out, 0x0100000100000001ULL);
+        atomic_store(&fake.primary_active, 1);
         return CUDA_SUCCESS;
+    case IVC_OP_cuCtxGetCurrent:
+        w_u64(out, 0x0100000100000001ULL); /* the primary context is current */
+        return CUDA_SUCCESS;
+    case IVC_OP_cuCtxDestroy_v2:
+    case IVC_OP_cuDevicePrimaryCtxReset_v2:
+        return CUDA_SUCCESS;
+    case IVC_OP_cuDevicePrimaryCtxGetState:
+        r_u64(in);
+        w_u64(out, 0);
+        w_u64(out, (uint64_t)atomic_load(&fake.primary_active));
+        return CUDA_SUCCESS;
+    case IVC_OP_ivc_export_integrity_check: {
+        /* a stand-in answer that shows both arguments arrived */
+        uint64_t version = r_u64(in), seconds = r_u64(in);
+        w_u64(out, version * 1000003u ^ seconds);
+        w_u64(out, ~seconds);
+        return CUDA_SUCCESS;
+    }
     case IVC_OP_cuDeviceGetCount:
         w_u64(out, 1);
         return CUDA_SUCCESS;

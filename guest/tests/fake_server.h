@@ -42,6 +42,7 @@ struct fake_state {
     atomic_int interrupt_count;
     atomic_int interrupts_raised;
     atomic_int response_delay_us;   /* each response waits this long (lets the guest's spin phase end) */
+    atomic_int primary_active;      /* cuDevicePrimaryCtxGetState's "active" (retain sets it) */
 };
 
 extern struct fake_state fake;

@@ -23,6 +23,8 @@ run "$BUILD/programs/xfer_check" 4032 2
 run "$BUILD/programs/xfer_check" 1000003 4
 run "$BUILD/programs/xfer_check" 65536 3 pinned
 run "$BUILD/programs/fork_check" 300001
+# cudart dlcloses libcuda.so.1 after a failed initialisation: our threads must not be unmapped
+run "$BUILD/programs/unload_check" "$BUILD/libcuda.so.1" 4
 
 # The admin's ivcuda-guest-check, finding the region as a device in a fake sysfs, then finding none.
 SYSFS=$(mktemp -d /tmp/ivcuda-check-sysfs-XXXXXX)

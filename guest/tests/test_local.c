@@ -1,5 +1,5 @@
-/* Calls answered without a server: cuGetProcAddress, error texts, the driver version,
- * image sizes; and which names the built libcuda.so.1 exports. */
+/* Calls answered without a server: error texts, the driver version, image sizes; and which
+ * names the built libcuda.so.1 exports. (cuGetProcAddress: test_proc_address.c.) */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,51 +9,11 @@
 #include "ivc_internal.h"
 #include "module.h"
 
-CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 CUresult cuGetErrorName(CUresult, const char **);
 CUresult cuGetErrorString(CUresult, const char **);
 CUresult cuDriverGetVersion(int *);
 CUresult cuCtxCreate_v3(CUcontext *, CUexecAffinityParam *, int, unsigned, CUdevice);
 CUresult cuCtxCreate_v4(CUcontext *, CUctxCreateParams *, unsigned, CUdevice);
-CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);
-CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
-CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr, const void *, size_t);
-CUresult cuArrayCreate(void);
-
-static void *lookup(const char *name, int version, int flags, CUresult *result, int *status)
-{
-    void *pfn = (void *)1;
-    CUdriverProcAddressQueryResult s = 99;
-    *result = cuGetProcAddress_v2(name, &pfn, version, (cuuint64_t)flags, &s);
-    *status = (int)s;
-    return pfn;
-}
-
-static void test_get_proc_address(void)
-{
-    CUresult r;
-    int status;
-    CHECK(lookup("cuCtxCreate", 3020, 0, &r, &status) == (void *)cuCtxCreate_v2 && r == 0 && status == 0);
-    CHECK(lookup("cuCtxCreate", 11040, 0, &r, &status) == (void *)cuCtxCreate_v3);
-    CHECK(lookup("cuCtxCreate", 13000, 0, &r, &status) == (void *)cuCtxCreate_v4);
-    CHECK(lookup("cuGetProcAddress", 11030, 0, &r, &status) == (void *)cuGetProcAddress);
-    CHECK(lookup("cuGetProcAddress", 12000, 0, &r, &status) == (void *)cuGetProcAddress_v2);
-    CHECK(lookup("cuGetProcAddress", 11000, 0, &r, &status) == NULL && r == CUDA_ERROR_NOT_FOUND
-          && status == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
-    CHECK(lookup("cuMemcpyHtoD", 13000, 0, &r, &status) == (void *)cuMemcpyHtoD_v2);
-    CHECK(lookup("cuMemcpyHtoD", 13000, 2, &r, &status) == (void *)cuMemcpyHtoD_v2_ptds && r == 0);
-    CHECK(lookup("cuDeviceGet", 13000, 2, &r, &status) == (void *)cuDeviceGet); /* no variant: the plain one */
-    CHECK(lookup("cuNoSuchThing", 13000, 0, &r, &status) == NULL && r == CUDA_ERROR_NOT_FOUND
-          && status == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
-    void *stub = lookup("cuArrayCreate", 2000, 0, &r, &status);
-    CHECK(stub == (void *)cuArrayCreate && r == 0);
-    CHECK(cuArrayCreate() == CUDA_ERROR_NOT_SUPPORTED);
-    CHECK(lookup("", 0, 0, &r, &status) == NULL && r == CUDA_SUCCESS); /* cudart's probe */
-    void *pfn = NULL;
-    CHECK(cuGetProcAddress_v2("cuInit", &pfn, 2000, 0, NULL) == 0 && pfn == (void *)cuInit);
-    CHECK(cuGetProcAddress("cuInit", &pfn, 2000, 0) == 0 && pfn == (void *)cuInit);
-    CHECK(cuGetProcAddress_v2("cuInit", NULL, 2000, 0, NULL) == CUDA_ERROR_INVALID_VALUE);
-}
 
 static void test_errors_and_version(void)
 {
@@ -148,7 +108,6 @@ static void test_exported_names(const char *library)
 
 int main(int argc, char **argv)
 {
-    test_get_proc_address();
     test_errors_and_version();
     test_image_sizes();
     test_exported_names(argc > 1 ? argv[1] : "target/libcuda.so.1");

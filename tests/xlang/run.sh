@@ -33,19 +33,9 @@ gcc -std=c11 -O2 -Wall -Werror -pthread -o "$work/xfer" tests/xlang/xfer.c -Lgue
 gcc -std=c11 -O2 -Wall -Werror -o "$work/hostile" tests/xlang/hostile.c || exit 1
 
 # 1 GiB region: 256 MiB pinned buffers come from its pool.
-java -jar cuda-server/target/cuda-server.jar \
-    --set region.path="$region" --set region.size=1073741824 --set backend=host-memory \
-    --set owner.timeout.ms=1500 --set domain.name=xlang-test >"$work/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 100); do
-    if [ -e "$region" ] && python3 - "$region" <<'EOF' 2>/dev/null; then break; fi
-import struct, sys
-with open(sys.argv[1], 'rb') as f:
-    h = f.read(0x20)
-sys.exit(0 if struct.unpack_from('<QIIQI', h) [0] == 0x3130414455435649 and struct.unpack_from('<I', h, 0x18)[0] == 1 else 1)
-EOF
-    sleep 0.1
-done
+. tests/host-memory-server.sh
+start_host_memory_server "$region" "$work/server.log" --set region.size=1073741824 \
+    --set owner.timeout.ms=1500 --set domain.name=xlang-test
 export IVCUDA_REGION=$region LD_LIBRARY_PATH=$root/guest/target
 
 # Sizes from 1 byte to 256 MiB, through every copy path, odd sizes included.

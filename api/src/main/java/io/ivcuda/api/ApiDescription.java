@@ -31,14 +31,16 @@ public final class ApiDescription {
     private final Map<String, TypeInfo> types;
     private final List<Function> functions;
     private final List<String> unsupported;
+    private final List<String> hooked;
 
     private ApiDescription(int apiVersion, long apiHash, Map<String, TypeInfo> types,
-                           List<Function> functions, List<String> unsupported) {
+                           List<Function> functions, List<String> unsupported, List<String> hooked) {
         this.apiVersion = apiVersion;
         this.apiHash = apiHash;
         this.types = types;
         this.functions = functions;
         this.unsupported = unsupported;
+        this.hooked = hooked;
     }
 
     public int apiVersion() {
@@ -63,6 +65,14 @@ public final class ApiDescription {
         return unsupported;
     }
 
+    /**
+     * Generated functions whose stubs call hand-written guest code around the call:
+     * {@code ivc_hook_before_<name>(params)} and {@code ivc_hook_after_<name>(result, params)}.
+     */
+    public List<String> hooked() {
+        return hooked;
+    }
+
     public static ApiDescription load(Path path) throws IOException {
         return parse(Files.readString(path, StandardCharsets.UTF_8), path.toString());
     }
@@ -72,6 +82,7 @@ public final class ApiDescription {
         types.put("char", new TypeInfo("char", WireKind.U32, null, 1));
         List<Function> functions = new ArrayList<>();
         List<String> unsupported = new ArrayList<>();
+        List<String> hooked = new ArrayList<>();
         Set<Integer> opcodes = new HashSet<>();
         Set<String> names = new HashSet<>();
         Set<String> symbols = new HashSet<>();
@@ -94,6 +105,11 @@ public final class ApiDescription {
                                 throw new IllegalArgumentException("symbol " + words[w] + " exported twice");
                             }
                             unsupported.add(words[w]);
+                        }
+                    }
+                    case "hook" -> {
+                        for (int w = 1; w < words.length; w++) {
+                            hooked.add(words[w]);
                         }
                     }
                     case "fn" -> {
@@ -120,8 +136,16 @@ public final class ApiDescription {
         if (apiVersion == 0) {
             throw new IllegalArgumentException(sourceName + ": missing 'api <cuda-version>' line");
         }
+        for (String name : hooked) {
+            boolean generated = functions.stream().anyMatch(f -> f.name().equals(name)
+                    && (f.mode() == Mode.SYNC || f.mode() == Mode.ASYNC) && !f.exports().isEmpty());
+            if (!generated) {
+                throw new IllegalArgumentException(sourceName + ": hook " + name
+                        + ": only exported sync or async functions have generated stubs to hook");
+            }
+        }
         return new ApiDescription(apiVersion, hash(text), Map.copyOf(types), List.copyOf(functions),
-                List.copyOf(unsupported));
+                List.copyOf(unsupported), List.copyOf(hooked));
     }
 
     /** Drops comments, folds white space: the form the hash is computed over. */

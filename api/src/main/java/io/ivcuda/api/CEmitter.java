@@ -64,6 +64,12 @@ public final class CEmitter {
                 }
             }
         }
+        s.append("\n/* Hand-written hooks around generated stubs (`hook` lines of the description). */\n");
+        for (Function f : api.functions()) {
+            if (api.hooked().contains(f.name())) {
+                s.append(hookPrototype(f, "before")).append(";\n").append(hookPrototype(f, "after")).append(";\n");
+            }
+        }
         s.append("\n/* Marshallers of internal operations, used by the hand-written code. */\n");
         for (Function f : api.functions()) {
             if (isMarshaller(f)) {
@@ -129,15 +135,22 @@ public final class CEmitter {
                         .append(p.name()).append("\");\n");
             }
         }
+        boolean hooked = exported && api.hooked().contains(f.name());
+        String arguments = f.params().stream().map(Param::name).collect(Collectors.joining(", "));
+        if (hooked) {
+            s.append("    ivc_hook_before_").append(f.name()).append("(").append(arguments).append(");\n");
+        }
         s.append("    struct ivc_call call;\n");
         s.append("    CUresult result = ivc_begin(&call, IVC_OP_").append(f.name()).append(", \"")
                 .append(f.name()).append("\");\n");
-        s.append("    if (result != CUDA_SUCCESS)\n        return result;\n");
+        s.append("    if (result != CUDA_SUCCESS)\n        return ").append(hooked ? afterHook(f, "result", arguments) : "result")
+                .append(";\n");
         for (Param p : f.requestParams()) {
             s.append("    ").append(put(f, p)).append(";\n");
         }
         if (f.mode() == Mode.ASYNC) {
-            s.append("    return ivc_async(&call);\n}\n");
+            s.append("    return ").append(hooked ? afterHook(f, "ivc_async(&call)", arguments)
+                    : "ivc_async(&call)").append(";\n}\n");
             return s.toString();
         }
         s.append("    result = ").append(f.cached() ? "ivc_sync_cached" : "ivc_sync").append("(&call);\n");
@@ -148,8 +161,23 @@ public final class CEmitter {
         }
         s.append("        result = ivc_finish(&call, result);\n    }\n");
         s.append("    ivc_end(&call);\n");
-        s.append("    return result;\n}\n");
+        s.append("    return ").append(hooked ? afterHook(f, "result", arguments) : "result").append(";\n}\n");
         return s.toString();
+    }
+
+    /** The after hook sees the result and may change it (it runs after the channel is free). */
+    private static String afterHook(Function f, String result, String arguments) {
+        return "ivc_hook_after_" + f.name() + "(" + result + (arguments.isEmpty() ? "" : ", " + arguments) + ")";
+    }
+
+    private static String hookPrototype(Function f, String when) {
+        String p = prototype(f, "ivc_hook_" + when + "_" + f.name());
+        if (when.equals("before")) {
+            return "void" + p.substring("CUresult".length());
+        }
+        int open = p.indexOf('(');
+        String rest = p.substring(open + 1);
+        return p.substring(0, open + 1) + "CUresult result" + (rest.equals("void)") ? ")" : ", " + rest);
     }
 
     private String put(Function f, Param p) {

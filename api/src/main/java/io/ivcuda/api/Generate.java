@@ -4,7 +4,9 @@ import java.nio.file.Path;
 
 /**
  * Build-time entry point: {@code Generate <description> (--java <dir> | --c <dir>)...}.
- * Writes the server's dispatch (Java) and the guest's stubs (C) from one description.
+ * Writes the server's dispatch (Java) and the guest's stubs (C) from one description; the C side
+ * also gets the cuGetProcAddress table and the stubs of the driver's other names from the data
+ * files next to the description ({@link ProcAddressEmitter}).
  */
 public final class Generate {
 
@@ -20,7 +22,10 @@ public final class Generate {
             Path out = Path.of(args[i + 1]);
             switch (args[i]) {
                 case "--java" -> new JavaEmitter(api).write(out);
-                case "--c" -> new CEmitter(api).write(out);
+                case "--c" -> {
+                    new CEmitter(api).write(out);
+                    ProcAddressEmitter.forDescription(Path.of(args[0]), api).write(out);
+                }
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }

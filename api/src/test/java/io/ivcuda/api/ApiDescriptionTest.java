@@ -42,6 +42,17 @@ class ApiDescriptionTest {
     }
 
     @Test
+    void onlyGeneratedStubsCanBeHooked() {
+        String text = "api 13000\ntype unsigned u32\nfn 1 a sync (in unsigned x) -> a\nfn - b custom (in unsigned x) -> b\n";
+        assertEquals(java.util.List.of("a"), ApiDescription.parse(text + "hook a\n", "t.api").hooked());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ApiDescription.parse(text + "hook b\n", "t.api"));
+        assertTrue(e.getMessage().contains("hook b"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> ApiDescription.parse(text + "hook c\n", "t.api"));
+        assertTrue(e.getMessage().contains("hook c"), e.getMessage());
+    }
+
+    @Test
     void unknownTypeIsRejected() {
         String text = "api 13000\nfn 1 a sync (in nosuch x) -> a\n";
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ApiDescription.parse(text, "t.api"));

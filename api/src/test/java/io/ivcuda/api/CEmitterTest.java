@@ -80,6 +80,26 @@ class CEmitterTest {
     }
 
     @Test
+    void hookedStubsCallTheHandWrittenHooksAroundTheCall() {
+        ApiDescription hooked = ApiDescription.parse(DESCRIPTION + "hook cuMemsetD8_v2 cuMemsetD8Async\n", "test.api");
+        CEmitter e = new CEmitter(hooked);
+        String h = e.header();
+        assertTrue(h.contains("void ivc_hook_before_cuMemsetD8_v2(CUdeviceptr dstDevice, int uc, size_t N);"), h);
+        assertTrue(h.contains("CUresult ivc_hook_after_cuMemsetD8_v2(CUresult result, CUdeviceptr dstDevice, int uc, size_t N);"), h);
+        String c = e.stubs();
+        int start = c.indexOf("IVC_EXPORT CUresult cuMemsetD8_v2(");
+        String body = c.substring(start, c.indexOf("\n}\n", start));
+        int before = body.indexOf("ivc_hook_before_cuMemsetD8_v2(dstDevice, uc, N);");
+        int begin = body.indexOf("ivc_begin(");
+        int end = body.indexOf("ivc_end(&call);");
+        int after = body.lastIndexOf("return ivc_hook_after_cuMemsetD8_v2(result, dstDevice, uc, N);");
+        assertTrue(before > 0 && begin > before && end > begin && after > end, body);
+        assertTrue(body.contains("if (result != CUDA_SUCCESS)\n        return ivc_hook_after_cuMemsetD8_v2(result,"), body);
+        assertTrue(c.contains("return ivc_hook_after_cuMemsetD8Async(ivc_async(&call), dstDevice, uc, N, hStream);"), c);
+        assertTrue(!new CEmitter(api).stubs().contains("ivc_hook_"), "no hooks without hook lines");
+    }
+
+    @Test
     void buffersCarryTheirLengthsInBytes() {
         String c = new CEmitter(api).stubs();
         int layout = c.indexOf("CUresult ivc_param_layout(uint32_t *count, uint64_t *entries, uint32_t capacity, CUstream f)");

@@ -165,4 +165,13 @@ public interface CudaBackend {
     /** {@code kernelParams}: a native {@code void**}. */
     int launchKernel(long function, int gx, int gy, int gz, int bx, int by, int bz, int sharedMem, long stream,
                      long kernelParams);
+
+    /**
+     * Slot 1 of the driver's private export table d4082055, cudart's integrity check
+     * (docs/export-tables.md): the 16-byte answer for (cudart's version, the time) → l0, l1.
+     * Only a real driver can answer it.
+     */
+    default int exportIntegrityCheck(Out out, int version, long unixSeconds) {
+        return io.ivcuda.server.core.CuResult.NOT_SUPPORTED;
+    }
 }

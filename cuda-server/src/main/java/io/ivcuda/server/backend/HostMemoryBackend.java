@@ -433,6 +433,12 @@ public class HostMemoryBackend implements CudaBackend {
         return CuResult.SUCCESS;
     }
 
+    /** The answer is the real driver's, computed over its version and device: nothing to answer it with. */
+    @Override
+    public int exportIntegrityCheck(Out o, int version, long unixSeconds) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
     @Override
     public int funcGetAttribute(Out o, int attribute, long function) {
         return CuResult.NOT_SUPPORTED;

@@ -536,4 +536,24 @@ public final class JnaCudaBackend implements CudaBackend {
         return loaded ? cuLaunchKernel(function, gx, gy, gz, bx, by, bz, sharedMem, stream, kernelParams, 0)
                 : CuResult.NO_DEVICE;
     }
+
+    private DriverExportTables exportTables;
+
+    /** Fetched on the first guest that needs one (a runtime-API program), not at start. */
+    private synchronized DriverExportTables exportTables() {
+        if (exportTables == null) {
+            long scratch = UnsafeApi.allocateMemory(64);
+            try {
+                exportTables = new DriverExportTables(scratch);
+            } finally {
+                UnsafeApi.freeMemory(scratch);
+            }
+        }
+        return exportTables;
+    }
+
+    @Override
+    public int exportIntegrityCheck(Out o, int version, long unixSeconds) {
+        return loaded ? exportTables().integrityCheck(o, version, unixSeconds) : CuResult.NO_DEVICE;
+    }
 }

@@ -37,6 +37,7 @@ public final class RequestHandlers implements Handler {
     private long lastContextId;
     private Owner owner;
     private boolean greeted;
+    private final ExportTableRequests exportTables;
 
     RequestHandlers(Vm vm, ChannelWorker worker) {
         this.vm = vm;
@@ -44,6 +45,7 @@ public final class RequestHandlers implements Handler {
         this.cuda = vm.backend();
         this.out = cuda.newOut();
         this.layout = vm.layout();
+        this.exportTables = new ExportTableRequests(cuda, out);
     }
 
     boolean greeted() {
@@ -120,6 +122,11 @@ public final class RequestHandlers implements Handler {
             vm.reclaim(worker.token(), out);
         }
         return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ivc_export_integrity_check(Reply r, int version, long unixSeconds) {
+        return exportTables.integrityCheck(r, worker, version, unixSeconds);
     }
 
     // ---- device -------------------------------------------------------------------------

@@ -1,0 +1,84 @@
+package io.ivcuda.server.backend;
+
+import com.sun.jna.Function;
+import com.sun.jna.NativeLibrary;
+import com.sun.jna.Pointer;
+import io.ivcuda.server.core.CuResult;
+import org.agrona.UnsafeApi;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+/**
+ * The host driver's private export tables, for the slots the guest library cannot emulate
+ * (docs/export-tables.md): fetched with the driver's {@code cuGetExportTable} and called through
+ * JNA {@link Function}. The guest emulates every other slot in its own process.
+ */
+final class DriverExportTables {
+    private static final Logger LOG = LogManager.getLogger(DriverExportTables.class);
+
+    /** d4082055-bde6-704b-8d34-ba123c66e1f2, the integrity check, as cudart passes it. */
+    static final byte[] INTEGRITY_CHECK = {(byte) 0xd4, 0x08, 0x20, 0x55, (byte) 0xbd, (byte) 0xe6, 0x70, 0x4b,
+        (byte) 0x8d, 0x34, (byte) 0xba, 0x12, 0x3c, 0x66, (byte) 0xe1, (byte) 0xf2};
+    /** The table's first word: its size, 24 bytes with driver 580 (api/reference, EXP lines). */
+    private static final long INTEGRITY_TABLE_MIN_SIZE = 16;
+    /** Bytes the guest receives; the driver is given more, set to a pattern, to see it wrote no further. */
+    private static final int ANSWER_BYTES = 16;
+    private static final int GUARDED_BYTES = 64;
+    private static final byte GUARD = (byte) 0xa5;
+
+    private final Function integrityCheck;
+
+    /** @param scratch native memory of at least 64 bytes, for cuGetExportTable's arguments */
+    DriverExportTables(long scratch) {
+        integrityCheck = slot(scratch, INTEGRITY_CHECK, 1, INTEGRITY_TABLE_MIN_SIZE, "integrity check d4082055");
+    }
+
+    private static Function slot(long scratch, byte[] uuid, int index, long minSize, String what) {
+        try {
+            Function getExportTable = NativeLibrary.getInstance("libcuda.so.1").getFunction("cuGetExportTable");
+            long uuidAddress = scratch + 16;
+            for (int i = 0; i < 16; i++) {
+                UnsafeApi.putByte(uuidAddress + i, uuid[i]);
+            }
+            UnsafeApi.putLong(scratch, 0);
+            int r = getExportTable.invokeInt(new Object[] {new Pointer(scratch), new Pointer(uuidAddress)});
+            long table = UnsafeApi.getLong(scratch);
+            if (r != CuResult.SUCCESS || table == 0) {
+                LOG.error("the host driver does not hand out export table {} ({}): guests' cudart cannot initialise",
+                        what, CuResult.name(r));
+                return null;
+            }
+            long size = UnsafeApi.getLong(table);
+            if (size < minSize) {
+                LOG.error("the host driver's export table {} is {} bytes, expected at least {}: not used", what, size,
+                        minSize);
+                return null;
+            }
+            return Function.getFunction(new Pointer(UnsafeApi.getLong(table + 8L * index)));
+        } catch (UnsatisfiedLinkError e) {
+            LOG.error("the host driver has no cuGetExportTable ({}): export table {} is not available", e.toString(),
+                    what);
+            return null;
+        }
+    }
+
+    /** → l0, l1: the 16 bytes the real slot wrote, as two little-endian words. */
+    int integrityCheck(Out o, int version, long unixSeconds) {
+        if (integrityCheck == null) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        long answer = o.scratch + 64;
+        UnsafeApi.setMemory(answer, GUARDED_BYTES, GUARD);
+        int r = integrityCheck.invokeInt(new Object[] {version, unixSeconds, new Pointer(answer)});
+        for (int i = ANSWER_BYTES; i < GUARDED_BYTES; i++) {
+            if (UnsafeApi.getByte(answer + i) != GUARD) {
+                LOG.error("the host driver's integrity check wrote more than {} bytes (byte {} changed): the layout in "
+                        + "docs/export-tables.md is wrong; answering CUDA_ERROR_NOT_SUPPORTED", ANSWER_BYTES, i);
+                return CuResult.NOT_SUPPORTED;
+            }
+        }
+        o.l0 = UnsafeApi.getLong(answer);
+        o.l1 = UnsafeApi.getLong(answer + 8);
+        return r;
+    }
+}

@@ -1,0 +1,40 @@
+/* The emulated export tables (export_tables.c) and the slots other files emulate. */
+#ifndef IVC_EXPORT_TABLES_H
+#define IVC_EXPORT_TABLES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ivc_cuda_types.h"
+
+/* What cuGetExportTable answers for a UUID it does not know (docs/export-tables.md, question 1). */
+#define IVC_EXPORT_TABLE_UNKNOWN CUDA_ERROR_INVALID_VALUE
+
+/* The table's words for a UUID, with the answer and the table's name (NULL: unknown UUID). */
+const void *ivc_export_table(const unsigned char uuid[16], CUresult *answer, const char **name);
+
+/* cudart_interface.c (6bd5fb6c) */
+CUresult ivc_cudart_module_from_fatbin(CUmodule *module, const void *wrapper);
+CUresult ivc_cudart_primary_context(CUcontext *pctx, CUdevice dev);
+CUresult ivc_cudart_slot7(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d);
+
+/* context_local.c (c693336e) */
+typedef void (*ivc_context_local_destructor)(CUcontext context, void *key, void *value);
+CUresult ivc_context_local_put(CUcontext context, void *key, void *value, ivc_context_local_destructor destructor);
+CUresult ivc_context_local_remove(CUcontext context, void *key);
+CUresult ivc_context_local_get(void **value, CUcontext context, void *key);
+/* Runs and drops the destructors of a context's values (it is being destroyed or reset). */
+void ivc_context_local_destroy(CUcontext context);
+
+/* context_checks.c (263e8860) */
+CUresult ivc_context_check(CUcontext context, unsigned *first, const void **second);
+CUresult ivc_context_check3(void *buffer, size_t size);
+
+/* integrity_check.c (d4082055) */
+CUresult ivc_integrity_check(unsigned version, uint64_t unix_seconds, uint64_t result[2]);
+
+/* runtime_hooks.c (a094798c) */
+void ivc_runtime_hooks_slot2(void **pointer, size_t *size);
+void ivc_runtime_hooks_slot6(void **pointer, size_t *size);
+
+#endif
