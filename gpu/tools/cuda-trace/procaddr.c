@@ -5,6 +5,7 @@
  * log also shows which versioned name a request resolves to), else a pool stub. Asked for
  * cuGetProcAddress or cuGetExportTable themselves, the caller gets the shim's. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,8 +63,14 @@ static int export_of(void *real)
     struct addr_id key = { (uintptr_t)real, 0 };
     struct addr_id *hit = bsearch(&key, by_addr, by_addr_count, sizeof *by_addr, by_address);
     if (!hit) return -1;
-    /* Several names may share one function: the lowest id among them (the plainest name). */
+    /* Several names may share one function: the one the driver's symbol table gives for the
+     * address (dladdr), else the lowest id (the plainest name). */
     while (hit > by_addr && hit[-1].addr == key.addr) hit--;
+    Dl_info info;
+    if (hit + 1 < by_addr + by_addr_count && hit[1].addr == key.addr && dladdr(real, &info) && info.dli_sname) {
+        for (struct addr_id *a = hit; a < by_addr + by_addr_count && a->addr == key.addr; a++)
+            if (strcmp(trace_export_names[a->id], info.dli_sname) == 0) return a->id;
+    }
     return hit->id;
 }
 
