@@ -181,10 +181,9 @@ run_one() {
     local prefix=$dir/$mode t0 rc
     local envs=()
     case "$mode" in
-        trace | trace-plain)
+        trace | trace-plain | bisect-*)
             envs=(LD_LIBRARY_PATH="$SHIM_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUDA_TRACE_REAL="$CUDA_TRACE_REAL"
-                  CUDA_TRACE_OUT="$dir/$mode.trace.%p.log" TRITON_LIBCUDA_PATH="$SHIM_DIR")
-            [ "$mode" = trace-plain ] && envs+=(CUDA_TRACE_COPY_TABLES=0 CUDA_TRACE_RETURNS=0)
+                  CUDA_TRACE_OUT="$dir/$mode.trace.%p.log" TRITON_LIBCUDA_PATH="$SHIM_DIR" "${TRACE_ENV[@]}")
             ;;
         ivcuda)
             envs=(LD_LIBRARY_PATH="$GUEST_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" IVCUDA_REGION="$REGION_PATH"
@@ -306,7 +305,10 @@ corpus_job() { # corpus_job <sample> <variant>: build, then every mode
     local args=()
     read -r -a args <<<"${SAMPLE_ARGS[$s]:-}"
     for mode in "${MODE_LIST[@]}"; do
-        [ "$DRY_RUN" = 1 ] && [ "$mode" != trace ] && { echo "skipped (dry run: no GPU)" >"$WORK/runs/$prog/$mode.rc"; continue; }
+        if [ "$DRY_RUN" = 1 ] && [ "$mode" != trace ] && [ "$mode" != ivcuda ]; then
+            echo "skipped (dry run: no GPU)" >"$WORK/runs/$prog/$mode.rc"
+            continue
+        fi
         want=$CORPUS_TIMEOUT_S
         case "$mode" in trace) want=$((2 * CORPUS_TIMEOUT_S)) ;; ivcuda) want=$((3 * CORPUS_TIMEOUT_S)) ;; esac
         run_mode "$prog" "$mode" "$bld" "$want" "$bld/$s" "${args[@]}"
@@ -314,16 +316,66 @@ corpus_job() { # corpus_job <sample> <variant>: build, then every mode
     retry_trace_plain "$prog" "$bld" "$bld/$s" "${args[@]}"
 }
 
+# Extra environment of a traced run (dynamically scoped: set with local by a caller).
+TRACE_ENV=()
+
 # A traced run that failed where native passed runs again with the driver's own tables and
-# no return tracking: the table then says whether the shim's copies were the difference.
+# no return tracking: the table then says whether the shim's copies were the difference; the
+# first such program is also bisected.
 retry_trace_plain() {
     local prog=$1 cwd=$2
     shift 2
     local d=$WORK/runs/$prog
     has_mode trace || return 0
     [ "$DRY_RUN" = 1 ] && return 0
-    [ "$(cat "$d/native.rc" 2>/dev/null)" = 0 ] && [ "$(cat "$d/trace.rc" 2>/dev/null)" != 0 ] || return 0
+    if [ "$(cat "$d/native.rc" 2>/dev/null)" != 0 ] || [ "$(cat "$d/trace.rc" 2>/dev/null)" = 0 ]; then
+        return 0
+    fi
+    local TRACE_ENV=(CUDA_TRACE_COPY_TABLES=0 CUDA_TRACE_RETURNS=0)
     run_mode "$prog" trace-plain "$cwd" "$((2 * CORPUS_TIMEOUT_S))" "$@"
+    [ "$(cat "$d/trace-plain.rc" 2>/dev/null)" = 0 ] && bisect_trace "$prog" "$cwd" "$@"
+}
+
+# Which part of the shim breaks a program that runs without it: return tracking, the table
+# copies, or one table's copy (CUDA_TRACE_NOCOPY). Once per run of apps.sh, on the first
+# program that needs it; the report lists the outcomes.
+bisect_trace() {
+    local prog=$1 cwd=$2
+    shift 2
+    mkdir "$WORK/bisect" 2>/dev/null || return 0
+    echo "$prog" >"$WORK/bisect/program"
+    local uuids=() u
+    mapfile -t uuids < <(cat "$WORK/runs/$prog"/trace.trace.*.log 2>/dev/null |
+        awk '$1 == "EXP" { for (i = 2; i <= NF; i++) if ($i ~ /^uuid=/) print substr($i, 6, 8) }' | sort -u)
+    local TRACE_ENV=(CUDA_TRACE_RETURNS=0)
+    run_mode "$prog" bisect-no-returns "$cwd" "$((2 * CORPUS_TIMEOUT_S))" "$@"
+    TRACE_ENV=(CUDA_TRACE_COPY_TABLES=0)
+    run_mode "$prog" bisect-no-copies "$cwd" "$((2 * CORPUS_TIMEOUT_S))" "$@"
+    for u in "${uuids[@]}"; do
+        TRACE_ENV=("CUDA_TRACE_NOCOPY=$u")
+        run_mode "$prog" "bisect-nocopy-$u" "$cwd" "$((2 * CORPUS_TIMEOUT_S))" "$@"
+    done
+}
+
+bisect_report() {
+    [ -f "$WORK/bisect/program" ] || return 0
+    local prog f
+    prog=$(cat "$WORK/bisect/program")
+    echo "## Which part of the tracing shim broke $prog"
+    echo
+    echo "It ran natively and with \`CUDA_TRACE_COPY_TABLES=0 CUDA_TRACE_RETURNS=0\`, but not traced. Traced again:"
+    echo
+    echo "| traced with | result |"
+    echo "|---|---|"
+    for f in "$WORK/runs/$prog"/bisect-*.rc; do
+        [ -e "$f" ] || continue
+        case "$(basename "$f" .rc)" in
+            bisect-no-returns) echo "| \`CUDA_TRACE_RETURNS=0\` | $(cell "${f%.rc}") |" ;;
+            bisect-no-copies) echo "| \`CUDA_TRACE_COPY_TABLES=0\` | $(cell "${f%.rc}") |" ;;
+            bisect-nocopy-*) echo "| \`CUDA_TRACE_NOCOPY=$(basename "$f" .rc | sed 's/^bisect-nocopy-//')\` | $(cell "${f%.rc}") |" ;;
+        esac
+    done
+    echo
 }
 
 corpus_lane() {
@@ -357,6 +409,15 @@ torch_job() { # torch_job <script>: every mode, each in a fresh directory and co
         PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=$cwd/inductor-cache TRITON_CACHE_DIR=$cwd/triton-cache \
             run_mode "$prog" "$mode" "$cwd" "$TORCH_TIMEOUT_S" "$PYTHON" "$HERE/pytorch/$name.py"
     done
+    local d=$WORK/runs/$prog
+    if has_mode trace && [ "$(cat "$d/native.rc" 2>/dev/null)" = 0 ] && [ -f "$d/trace.rc" ] &&
+        [ "$(cat "$d/trace.rc")" != 0 ] && [ "$DRY_RUN" = 0 ]; then
+        local TRACE_ENV=(CUDA_TRACE_COPY_TABLES=0 CUDA_TRACE_RETURNS=0)
+        cwd=$d/trace-plain.cwd
+        mkdir -p "$cwd"
+        PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=$cwd/inductor-cache TRITON_CACHE_DIR=$cwd/triton-cache \
+            run_mode "$prog" trace-plain "$cwd" "$TORCH_TIMEOUT_S" "$PYTHON" "$HERE/pytorch/$name.py"
+    fi
 }
 
 torch_lane() {
@@ -454,7 +515,7 @@ cell() { # the table cell of one run
                 echo "ok ${wall}s"
             fi
             ;;
-        *) verdict "$rc" "$prefix" | tr '|' '/' | cut -c1-160 ;;
+        *) verdict "$rc" "$prefix" | tr '|' '/' | cut -c1-400 ;;
     esac
 }
 
@@ -561,6 +622,29 @@ table() { # table <program...>
     done
 }
 
+how_to_run() {
+    cat <<'EOF'
+## How to run
+
+`gpu/apps.sh` (its header lists every option and setting) runs on the GPU machine in one
+device call (10 minutes; it keeps to `TOTAL_BUDGET_S`, 520 s, then reports and packs). The
+corpus travels in the ignored folder `.corpus`:
+
+```sh
+mkdir -p .corpus && cp -r ../shared/corpus/cuda-samples .corpus/     # once, here
+# device call, carrying .corpus (traces, no ivcuda):
+gpu/apps.sh --modes native,native2,trace
+# device call, carrying .corpus .jre cuda-server/target/cuda-server.jar cuda-server/target/lib
+# api/target/classes (as gpu/validate.sh):
+gpu/apps.sh --modes native,native2,ivcuda
+gpu/apps.sh --dry-run    # anywhere: the plan, the tracing shim's test, a few samples built, PyTorch on the CPU
+```
+
+Results in `$OUT`: `compatibility.md` (this table), `facts.md`, `export-tables-summary.md`,
+`results.tsv`, `steps.log`, `logs.tar.xz`, `traces-corpus.tar.xz`, `traces-pytorch.tar.xz`.
+EOF
+}
+
 count_rc() { # count_rc <mode> <programs...>: how many ran with exit status 0
     local m=$1 n=0 p
     shift
@@ -578,7 +662,7 @@ write_report() {
     {
         echo "# Real CUDA software through ivcuda: compatibility"
         echo
-        [ "$DRY_RUN" = 1 ] && echo "**Dry run** (no GPU): corpus programs ran only under the tracing shim against its fake driver; PyTorch scripts on the CPU. Nothing here is a result about ivcuda or the driver." && echo
+        [ "$DRY_RUN" = 1 ] && echo "**Dry run** (no GPU): corpus programs ran only under the tracing shim against its fake driver and through ivcuda on the server's host-memory backend; PyTorch scripts on the CPU. Nothing here is a result about ivcuda or the driver." && echo
         echo "| | |"
         echo "|---|---|"
         echo "| date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') (started $(date -u -d "@$START_S" '+%H:%M:%S')) |"
@@ -589,7 +673,7 @@ write_report() {
         echo "| corpus | $CORPUS_DIR: ${#SAMPLES[@]} samples x ${VARIANT_LIST[*]} cudart; architectures: $CORPUS_ARCH |"
         echo "| modes | ${MODES} |"
         echo "| budget | ${TOTAL_BUDGET_S:-520} s; report written after $(($(date +%s) - START_S)) s |"
-        echo "| command | \`gpu/apps.sh --modes $MODES$ONLY_ARG\` (see gpu/README.md) |"
+        echo "| command | \`gpu/apps.sh --modes $MODES$ONLY_ARG\` (How to run, below) |"
         echo
         echo "Outputs are compared without timings: corpus programs' stdout through"
         echo "\`gpu/normalize_output.py\` (every number on a line that reports a time, bandwidth,"
@@ -613,6 +697,7 @@ write_report() {
         echo
         table "${torch_progs[@]}"
         echo
+        bisect_report
         if [ "${#PROBLEMS[@]}" -gt 0 ]; then
             echo "## Problems of the run itself"
             echo
@@ -621,6 +706,8 @@ write_report() {
         fi
         echo "Raw outputs: \`logs.tar.xz\` (\`runs/<program>/<mode>.{out,err,rc,wall,norm}\`, \`build.log\`);"
         echo "traces: \`traces-*.tar.xz\`; summary of the traces: \`export-tables-summary.md\`; facts: \`facts.md\`."
+        echo
+        how_to_run
     } >"$REPORT.tmp"
     mv "$REPORT.tmp" "$REPORT"
     cp "$REPORT" "$RESULT_DIR/compatibility.md"
@@ -729,8 +816,10 @@ if has_mode trace && [ "$SHIM_OK" != 1 ]; then
 fi
 if [ "$DRY_RUN" = 1 ]; then
     # No driver here: the traced runs go to the shim's fake driver, which answers cudart's
-    # lookups and fails the rest, so a run shows the shim loaded and logging, nothing more.
+    # lookups and fails the rest, so a run shows the shim loaded and logging, nothing more;
+    # ivcuda runs go to servers on their transport-only backend.
     CUDA_TRACE_REAL=$SHIM_DIR/test/fake/libcuda.so.1
+    SERVER_EXTRA_ARGS="${SERVER_EXTRA_ARGS:-} --set backend=host-memory"
     if [ -z "${CORPUS_DRIVER_LIB:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so '; then
         CORPUS_DRIVER_LIB=$SHIM_DIR/libcuda.so # only for linking: the shim exports every name
         cmake_common_args

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "trace.h"
 
@@ -154,6 +155,19 @@ const void *trace_table_wrap(const uint8_t uuid[16], const void *real, uint64_t 
     return given;
 }
 
+/* Whether CUDA_TRACE_NOCOPY names this table (a prefix of its UUID in hex, any case). */
+int trace_table_excluded(const char *uuid_hex)
+{
+    const char *list = trace_cfg.nocopy;
+    while (list && *list) {
+        size_t n = strcspn(list, ",");
+        if (n > 0 && n <= 32 && strncasecmp(list, uuid_hex, n) == 0) return 1;
+        list += n;
+        if (*list == ',') list++;
+    }
+    return 0;
+}
+
 void trace_tables_summary(void)
 {
     int n = atomic_load(&table_count);
@@ -182,7 +196,9 @@ int cuGetExportTable(const void **ppExportTable, const void *pExportTableId)
     if (rc == 0 && ppExportTable) {
         real = *ppExportTable;
         given = real;
-        if (real && got == sizeof uuid && trace_cfg.copy_tables) {
+        char hex[33];
+        for (size_t i = 0; i < 16; i++) snprintf(hex + 2 * i, 3, "%02x", uuid[i]);
+        if (real && got == sizeof uuid && trace_cfg.copy_tables && !trace_table_excluded(hex)) {
             given = trace_table_wrap(uuid, real, (uint64_t)(uintptr_t)__builtin_return_address(0));
             *ppExportTable = given;
         }

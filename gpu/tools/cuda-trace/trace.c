@@ -76,6 +76,7 @@ static void read_settings(void)
     trace_cfg.dump_bytes = env_u32("CUDA_TRACE_DUMP_BYTES", 64, MAX_DUMP);
     trace_cfg.nosize_words = env_u32("CUDA_TRACE_NOSIZE_WORDS", 16, 512);
     trace_cfg.copy_tables = (int)env_u32("CUDA_TRACE_COPY_TABLES", 1, 1);
+    trace_cfg.nocopy = getenv("CUDA_TRACE_NOCOPY");
     trace_cfg.track_returns = (int)env_u32("CUDA_TRACE_RETURNS", 1, 1);
     trace_cfg.deepbind = (int)env_u32("CUDA_TRACE_DEEPBIND", 0, 1);
 }
@@ -151,9 +152,10 @@ static void init(void)
         trace_logf("H", "real=%s driver_version=%d rc=%d", path, version, rc);
     }
     trace_logf("H", "settings max_calls=%u dump_calls=%u slot_calls=%u dump_bytes=%u nosize_words=%u "
-               "copy_tables=%d returns=%d deepbind=%d",
+               "copy_tables=%d nocopy=%s returns=%d deepbind=%d",
                trace_cfg.max_calls, trace_cfg.dump_calls, trace_cfg.slot_calls, trace_cfg.dump_bytes,
-               trace_cfg.nosize_words, trace_cfg.copy_tables, trace_cfg.track_returns, trace_cfg.deepbind);
+               trace_cfg.nosize_words, trace_cfg.copy_tables, trace_cfg.nocopy ? trace_cfg.nocopy : "-",
+               trace_cfg.track_returns, trace_cfg.deepbind);
     initializing = 0;
 }
 

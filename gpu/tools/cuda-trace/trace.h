@@ -66,6 +66,7 @@ struct trace_settings {
     uint32_t dump_bytes;      /* bytes dumped per pointer argument, at most 256 */
     uint32_t nosize_words;    /* words copied from a table without a size word */
     int copy_tables;          /* hand out logging copies of export tables */
+    const char *nocopy;       /* comma-separated UUID prefixes (hex) whose tables are not copied */
     int track_returns;        /* replace return addresses to log results */
     int deepbind;             /* dlopen the driver with RTLD_DEEPBIND */
 };
@@ -118,6 +119,7 @@ TRACE_HIDDEN uint32_t trace_tid(void);
 TRACE_HIDDEN const void *trace_table_wrap(const uint8_t uuid[16], const void *real, uint64_t caller);
 TRACE_HIDDEN void trace_table_uuid_text(int table, char *buf, size_t len);
 TRACE_HIDDEN void trace_tables_summary(void);
+TRACE_HIDDEN int trace_table_excluded(const char *uuid_hex);
 
 /* procaddr.c: pointers from cuGetProcAddress */
 TRACE_HIDDEN void trace_procaddr_init(void);

@@ -101,6 +101,10 @@ expect "no-returns: calls logged without results" test "$(grep -c '^CR ' "$work"
 run_mode no-copies fake CUDA_TRACE_COPY_TABLES=0
 expect "no-copies: the real table is handed out" grep -qE "^EXP .* uuid=$uuid_sized rc=0 table=([0-9a-f]+) first=56 copy=\1$" "$work"/no-copies/trace.*.log
 
+run_mode nocopy-one fake CUDA_TRACE_NOCOPY=c693336e,FFFF
+expect "nocopy: the named table is handed out as it is" grep -qE "^EXP .* uuid=$uuid_nosize rc=0 table=([0-9a-f]+) first=[0-9]+ copy=\1$" "$work"/nocopy-one/trace.*.log
+expect "nocopy: the others are still copied" grep -qE "^XT table=$uuid_sized " "$work"/nocopy-one/trace.*.log
+
 run_mode interposable fake-interposable
 expect "interposable: the driver's answer is the shim's own stub, handed out as it is" \
     grep -qE '^GPA .* sym=cuMemAlloc ver=3020 .* real=shim\+0x[0-9a-f]+\(cuMemAlloc_v2\) given=real$' "$work"/interposable/trace.*.log
