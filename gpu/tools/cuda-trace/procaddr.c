@@ -74,7 +74,15 @@ static int export_of(void *real)
     return hit->id;
 }
 
-/* What the caller gets instead of the driver's pointer; *how says which kind. */
+void *trace_own_function(void *real)
+{
+    if (real == real_gpa) return (void *)cuGetProcAddress;
+    if (real == real_gpa_v2) return (void *)cuGetProcAddress_v2;
+    if (real == real_export_table) return (void *)cuGetExportTable;
+    return real;
+}
+
+/* What the caller gets instead of the driver's pointer. */
 void *trace_proc_wrap(void *real, const char *symbol, int version, uint64_t flags)
 {
     (void)flags;
@@ -82,9 +90,7 @@ void *trace_proc_wrap(void *real, const char *symbol, int version, uint64_t flag
     /* A driver whose own references to its exported names are interposable hands out the
      * shim's functions themselves: they are traced already. */
     if (trace_is_shim((uint64_t)(uintptr_t)real)) return real;
-    if (real == real_gpa) return (void *)cuGetProcAddress;
-    if (real == real_gpa_v2) return (void *)cuGetProcAddress_v2;
-    if (real == real_export_table) return (void *)cuGetExportTable;
+    if (trace_own_function(real) != real) return trace_own_function(real);
     int id = export_of(real);
     if (id >= 0) return (void *)trace_export_stubs[id];
     void *stub = NULL;

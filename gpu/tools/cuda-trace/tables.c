@@ -25,6 +25,7 @@ struct table_copy {
     const uint64_t *real;
     uint64_t *copy;
     uint64_t *snapshot; /* the real table's words when copied, to notice a change */
+    uint64_t *handed;   /* the copy's words as handed out, to notice a program writing into it */
     unsigned nwords;
     int has_size;
     _Atomic uint64_t requests;
@@ -113,9 +114,13 @@ static int make_copy(const uint8_t uuid[16], const uint64_t *real)
         e->kind = ENTRY_SLOT;
         e->table = (uint16_t)t;
         e->slot = (uint16_t)i;
-        e->real = (void *)(uintptr_t)v;
+        /* A slot that is cuGetProcAddress or cuGetExportTable goes to the shim's, so what
+         * it hands out is traced too. */
+        e->real = trace_own_function((void *)(uintptr_t)v);
         copy[i] = (uint64_t)(uintptr_t)trace_pool_stub(id);
     }
+    tc->handed = calloc(nwords ? nwords : 1, sizeof *tc->handed);
+    if (tc->handed) memcpy(tc->handed, copy, nwords * sizeof *copy);
     atomic_store(&table_count, t + 1);
     log_words(t);
     return t;
@@ -168,14 +173,33 @@ int trace_table_excluded(const char *uuid_hex)
     return 0;
 }
 
+/* At exit: each table, and any word that changed since it was copied, in the driver's table
+ * (the driver keeps state there) or in the copy (the program writes into the table: the
+ * driver never saw that write, which the trace must say). */
 void trace_tables_summary(void)
 {
     int n = atomic_load(&table_count);
     for (int t = 0; t < n; t++) {
+        struct table_copy *tc = &tables[t];
         char uuid[40];
         trace_table_uuid_text(t, uuid, sizeof uuid);
-        trace_logf("ST", "table=%s words=%u size=%s requests=%lu", uuid, tables[t].nwords,
-                   tables[t].has_size ? "word0" : "none", (unsigned long)atomic_load(&tables[t].requests));
+        trace_logf("ST", "table=%s words=%u size=%s requests=%lu", uuid, tc->nwords, tc->has_size ? "word0" : "none",
+                   (unsigned long)atomic_load(&tc->requests));
+        for (unsigned i = 0; i < tc->nwords; i++) {
+            uint64_t now = 0;
+            if (trace_safe_read(&now, (uint64_t)(uintptr_t)(tc->real + i), sizeof now) == sizeof now &&
+                now != tc->snapshot[i])
+                trace_logf("XC", "table=%s word=%u in=driver was=%lx now=%lx", uuid, i, (unsigned long)tc->snapshot[i],
+                           (unsigned long)now);
+        }
+        /* the copy as handed out: the snapshot with code words replaced by stubs */
+        for (unsigned i = 0; i < tc->nwords; i++) {
+            if (!tc->handed) break;
+            uint64_t given = tc->handed[i];
+            if (tc->copy[i] != given)
+                trace_logf("XC", "table=%s word=%u in=copy was=%lx now=%lx", uuid, i, (unsigned long)given,
+                           (unsigned long)tc->copy[i]);
+        }
     }
 }
 

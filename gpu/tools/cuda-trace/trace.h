@@ -124,5 +124,7 @@ TRACE_HIDDEN int trace_table_excluded(const char *uuid_hex);
 /* procaddr.c: pointers from cuGetProcAddress */
 TRACE_HIDDEN void trace_procaddr_init(void);
 TRACE_HIDDEN void *trace_proc_wrap(void *real, const char *symbol, int version, uint64_t flags);
+/* The shim's own cuGetProcAddress[_v2]/cuGetExportTable for the driver's, else real. */
+TRACE_HIDDEN void *trace_own_function(void *real);
 
 #endif

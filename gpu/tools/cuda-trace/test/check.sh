@@ -88,6 +88,8 @@ expect "XE: recursion past the return stack goes untracked" grep -qE "^XE .* slo
 expect "S: every call counted across threads" grep -q '^S fn=cuDeviceGet kind=export calls=80001$' "$t"
 expect "S: slot counts" grep -q "^S table=$uuid_sized slot=1 kind=slot calls=2$" "$t"
 expect "ST: tables summary" grep -q "^ST table=$uuid_sized words=7 size=word0 requests=2$" "$t"
+expect "XC: the driver changed a word of its table" grep -q "^XC table=$uuid_nosize word=3 in=driver was=0 now=2a$" "$t"
+expect "XC: the program wrote into its copy" grep -qE "^XC table=$uuid_sized word=2 in=copy was=0 now=1234$" "$t"
 expect "E: end record" grep -qE '^E seq=[0-9]+ logged_calls=[0-9]+ pool_used=[0-9]+$' "$t"
 expect "child trace in its own file, with its parent" grep -qE "^H format=cuda-trace-1 pid=$child_pid parent=[0-9]+ " "$work/default/trace.$child_pid.log"
 expect "child's own lookups in its file" grep -qE '^GPA .* sym=cuInit ver=2000 .* given=cuInit$' "$work/default/trace.$child_pid.log"

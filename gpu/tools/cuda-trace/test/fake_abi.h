@@ -14,7 +14,8 @@
 static const uint8_t FAKE_SIZED_UUID[16] = { 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
                                              0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x01 };
 /* A table without a size word (like context-local storage): [0] put, [1] get, [2] call_back
- * (calls a function the caller passes, which may call into the driver again). */
+ * (calls a function the caller passes, which may call into the driver again), [3] state the
+ * driver keeps in the table (put writes the key there). */
 static const uint8_t FAKE_NOSIZE_UUID[16] = { 0xc6, 0x93, 0x33, 0x6e, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
 static const uint8_t FAKE_UNKNOWN_UUID[16] = { 0xde, 0xad };
 
@@ -36,6 +37,7 @@ struct fake_nosize_table {
     int (*put)(uint64_t key, void *value);
     int (*get)(uint64_t key, void **value);
     int (*call_back)(int (*fn)(void *), void *arg);
+    uint64_t state;
 };
 
 #endif

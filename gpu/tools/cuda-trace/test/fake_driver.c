@@ -91,15 +91,17 @@ static double vsum(int n, ...)
 
 static const char table_data[] = "fake driver data";
 
-static const struct fake_sized_table sized = {
+static struct fake_sized_table sized = {
     sizeof(struct fake_sized_table), scale, NULL, table_data, wide, mix, vsum,
 };
 
 static uint64_t stored_key;
 static void *stored_value;
+static struct fake_nosize_table nosize;
 
 static int put(uint64_t key, void *value)
 {
+    nosize.state = key;
     stored_key = key;
     stored_value = value;
     return 0;
@@ -114,7 +116,7 @@ static int get(uint64_t key, void **value)
 
 static int call_back(int (*fn)(void *), void *arg) { return fn(arg) + 1000; }
 
-static const struct fake_nosize_table nosize = { put, get, call_back };
+static struct fake_nosize_table nosize = { put, get, call_back, 0 };
 
 EXPORT int cuGetExportTable(const void **table, const uint8_t *uuid)
 {

@@ -191,6 +191,9 @@ int main(int argc, char **argv)
     int nested = nosize->call_back(recurse, &depth);
     CHECK(nested == 81000, "81 nested traced calls (deeper than the return stack): %d", nested);
 
+    /* a program writing into a table it was given (the driver would not see it) */
+    ((struct fake_sized_table *)(uintptr_t)t)->unused = (void *)0x1234;
+
     const void *none = (const void *)1;
     CHECK(get_table(&none, FAKE_UNKNOWN_UUID) == FAKE_NOT_FOUND && none == NULL, "an unknown UUID");
 
