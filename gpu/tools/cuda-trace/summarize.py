@@ -68,6 +68,7 @@ def main():
     slot_callers = collections.defaultdict(collections.Counter)
     slot_examples = collections.defaultdict(list)
     slot_seen = collections.defaultdict(set)
+    changed = collections.defaultdict(collections.Counter)  # uuid -> (word, where, was, now) -> traces
     fn_calls = collections.Counter()
     fn_programs = collections.defaultdict(set)
     identity = collections.defaultdict(set)  # fn -> outputs seen (uuid, pci id, version)
@@ -121,6 +122,8 @@ def main():
                 elif layout[u][w][0] != kind:
                     layout_diff[u].add(w)
                 table_words[u][w] += 1
+            elif tag == "XC":
+                changed[f.get("table")][(int(f.get("word", "0")), f.get("in"), f.get("was"), f.get("now"))] += 1
             elif tag == "XE":
                 pending[f.get("seq")] = (line, f)
             elif tag == "XR":
@@ -192,6 +195,12 @@ def main():
             callers = ", ".join(f"{k} ({n})" for k, n in slot_callers[(u, w)].most_common(6))
             out(f"| {w} | {kind}{diff} | `{desc}` | {slot_calls.get((u, w), 0)} | {len(slot_programs[(u, w)])} | {callers} |\n")
         out("\n")
+        if changed.get(u):
+            out("Words that changed while the programs ran (`in=driver`: in the driver's table; `in=copy`: the program "
+                "wrote into the table it was given):\n\n")
+            for (w, where, was, now), n in sorted(changed[u].items())[:20]:
+                out(f"- word {w} in={where}: {was} -> {now} ({n} traces)\n")
+            out("\n")
         for (uu, s), examples in sorted(slot_examples.items()):
             if uu != u:
                 continue
