@@ -25,7 +25,8 @@
 #   --no-corpus, --no-pytorch
 # Settings (environment; defaults in brackets), besides those of gpu/lib.sh:
 #   OUT               where the results go: at most 8 files, most important first [./out]
-#   TOTAL_BUDGET_S    no build or run starts after it; reports and packing follow [520]
+#   TOTAL_BUDGET_S    no build or run starts after it or outlasts it; the report, the traces'
+#                     summary and the packing follow (up to ~90 s) [480]
 #   CORPUS_DIR        the samples [.corpus/cuda-samples, else ../shared/corpus/cuda-samples]
 #   CORPUS_BUILD_DIR  kept between calls on a warm machine and reused [/tmp/ivcuda-corpus-build]
 #   CORPUS_ARCH       own: the samples' nine architectures; or a list such as 90, set through
@@ -82,7 +83,7 @@ PRIMARY=native
 has_mode trace && PRIMARY=trace
 has_mode ivcuda && PRIMARY=ivcuda
 
-rm -rf "$WORK/runs" "$WORK/logs" "$WORK/pack"
+rm -rf "$WORK/runs" "$WORK/logs" "$WORK/pack" "$WORK/slots" "$WORK/bisect"
 mkdir -p "$WORK/runs" "$WORK/logs" "$WORK/pack" "$WORK/slots"
 # gpu/lib.sh keeps its logs (server, guest build) and steps.log under its OUT: the scratch
 # directory here; only the packed results go to RESULT_DIR.
@@ -91,7 +92,8 @@ OUT=$WORK
 . "$HERE/lib.sh"
 
 START_S=$(date +%s)
-DEADLINE_S=$((START_S + ${TOTAL_BUDGET_S:-520}))
+BUDGET_S=${TOTAL_BUDGET_S:-480}
+DEADLINE_S=$((START_S + BUDGET_S))
 CORPUS_BUILD_DIR=${CORPUS_BUILD_DIR:-/tmp/ivcuda-corpus-build}
 CORPUS_ARCH=${CORPUS_ARCH:-own}
 BUILD_PAR=${BUILD_PAR:-8}
@@ -152,23 +154,24 @@ load_scripts() {
 
 # ---- running one program in one mode ----------------------------------------------------------
 
-# Holds one of GPU_SLOTS lock files while "$@" runs, so at most GPU_SLOTS programs share the
-# GPU at a time (builds are not limited by it).
+# Runs "$@" holding one of GPU_SLOTS slots, so at most GPU_SLOTS programs share the GPU at a
+# time (builds are not limited by it). A slot is a directory that mkdir creates atomically:
+# unlike a lock on a descriptor, nothing the program leaves running can keep holding it.
+# Returns 125 without running if the time budget ends while it waits.
 with_gpu_slot() {
-    local i
-    while :; do
+    local i rc
+    while [ "$(time_left)" -gt 15 ]; do
         for ((i = 0; i < GPU_SLOTS; i++)); do
-            exec {slot_fd}>"$WORK/slots/$i"
-            if flock -n "$slot_fd"; then
+            if mkdir "$WORK/slots/$i" 2>/dev/null; then
                 "$@"
-                local rc=$?
-                exec {slot_fd}>&-
+                rc=$?
+                rmdir "$WORK/slots/$i"
                 return "$rc"
             fi
-            exec {slot_fd}>&-
         done
         sleep 0.2
     done
+    return 125
 }
 
 # run_one <program> <mode> <cwd> <timeout> <command...>: stdout, stderr, exit status and wall
@@ -210,15 +213,17 @@ run_mode() {
         echo "skipped (time budget)" >"$prefix.rc"
         return
     fi
+    local runner=run_one
     if [ "$mode" = ivcuda ]; then
         if [ "$GUEST_OK" != 1 ]; then
             echo "skipped (no guest library or server: logs/steps.log)" >"$prefix.rc"
             return
         fi
-        with_gpu_slot run_with_server "$prog" "$mode" "$cwd" "$limit" "$@"
-        return
+        runner=run_with_server
     fi
-    with_gpu_slot run_one "$prog" "$mode" "$cwd" "$limit" "$@"
+    if ! with_gpu_slot "$runner" "$prog" "$mode" "$cwd" "$limit" "$@" && [ ! -f "$prefix.rc" ]; then
+        echo "skipped (time budget: no GPU slot came free)" >"$prefix.rc"
+    fi
 }
 
 # run_one with a cuda-server of its own (gpu/lib.sh's), on a region of its own: a server that
@@ -239,10 +244,27 @@ run_with_server() {
     )
 }
 
-# The part of a corpus program's stdout that must be equal: gpu/normalize_output.py.
-normalized() { # normalized <sample> <file>
-    local mask=${SAMPLE_MASK[$1]:-}
-    "$PYTHON_PLAIN" "$HERE/normalize_output.py" ${mask:+--mask "$mask"} "$2" 2>/dev/null
+# The part of each corpus run's stdout that must be equal, <mode>.out -> <mode>.norm
+# (gpu/normalize_output.py): one Python process for each mask.
+normalize_all() {
+    local mask s v f
+    local -A files_by_mask=()
+    for v in "${VARIANT_LIST[@]}"; do
+        for s in "${SAMPLES[@]}"; do
+            for f in "$WORK/runs/$s.$v"/*.out; do
+                [ -e "$f" ] || continue
+                mask=${SAMPLE_MASK[$s]:-plain}
+                files_by_mask[$mask]+="$f"$'\n'
+            done
+        done
+    done
+    for mask in "${!files_by_mask[@]}"; do
+        local list=()
+        mapfile -t list < <(printf '%s' "${files_by_mask[$mask]}")
+        local mask_arg=()
+        [ "$mask" != plain ] && mask_arg=(--mask "$mask")
+        "$PYTHON_PLAIN" "$HERE/normalize_output.py" "${mask_arg[@]}" --write "${list[@]}" 2>>"$WORK/logs/normalize.err"
+    done
 }
 
 # ---- the corpus -------------------------------------------------------------------------------
@@ -539,9 +561,6 @@ compare_run() {
         fi
         return
     fi
-    local s=${prog%.*}
-    normalized "$s" "$d/native.out" >"$d/native.norm"
-    normalized "$s" "$d/$mode.out" >"$d/$mode.norm"
     if cmp -s "$d/native.norm" "$d/$mode.norm"; then
         echo "yes"
     else
@@ -627,7 +646,7 @@ how_to_run() {
 ## How to run
 
 `gpu/apps.sh` (its header lists every option and setting) runs on the GPU machine in one
-device call (10 minutes; it keeps to `TOTAL_BUDGET_S`, 520 s, then reports and packs). The
+device call (10 minutes; it keeps to `TOTAL_BUDGET_S`, 480 s, then reports and packs). The
 corpus travels in the ignored folder `.corpus`:
 
 ```sh
@@ -659,6 +678,7 @@ write_report() {
     done
     for s in "${SCRIPTS[@]}"; do [ -d "$WORK/runs/torch.$s" ] && torch_progs+=("torch.$s"); done
     : >"$WORK/equal.tsv"
+    normalize_all
     {
         echo "# Real CUDA software through ivcuda: compatibility"
         echo
@@ -672,7 +692,7 @@ write_report() {
         echo "| PyTorch | $($PYTHON -c 'import torch; print(torch.__version__)' 2>/dev/null | tail -1) |"
         echo "| corpus | $CORPUS_DIR: ${#SAMPLES[@]} samples x ${VARIANT_LIST[*]} cudart; architectures: $CORPUS_ARCH |"
         echo "| modes | ${MODES} |"
-        echo "| budget | ${TOTAL_BUDGET_S:-520} s; report written after $(($(date +%s) - START_S)) s |"
+        echo "| budget | $BUDGET_S s; report written after $(($(date +%s) - START_S)) s |"
         echo "| command | \`gpu/apps.sh --modes $MODES$ONLY_ARG\` (How to run, below) |"
         echo
         echo "Outputs are compared without timings: corpus programs' stdout through"
@@ -728,7 +748,7 @@ summarize_traces() {
     local traces=()
     mapfile -t traces < <(find "$WORK/runs" -name '*.trace.*.log' -size +0 2>/dev/null | sort)
     [ "${#traces[@]}" -gt 0 ] || return 0
-    if timeout 120 "$PYTHON_PLAIN" "$HERE/tools/cuda-trace/summarize.py" --label-from-path "${traces[@]}" \
+    if timeout 90 "$PYTHON_PLAIN" "$HERE/tools/cuda-trace/summarize.py" --label-from-path "${traces[@]}" \
         >"$WORK/export-tables-summary.md.tmp" 2>"$WORK/logs/summarize.err"; then
         mv "$WORK/export-tables-summary.md.tmp" "$RESULT_DIR/export-tables-summary.md"
     else
@@ -745,10 +765,12 @@ pack() {
     rm -rf "$WORK/pack/$name"
     mkdir -p "$WORK/pack/$name"
     (cd "$WORK" && tar -cf - "$@") | (cd "$WORK/pack/$name" && tar -xf -)
+    local ext=tar.xz compress=(xz -T0 -6)
+    command -v xz >/dev/null 2>&1 || { ext=tar.gz; compress=(gzip -6); }
     per=$((8 << 20))
     while :; do
-        (cd "$WORK/pack/$name" && tar -cf - . | xz -T0 -6 >"$WORK/pack/$name.tar.xz")
-        [ "$(stat -c %s "$WORK/pack/$name.tar.xz")" -le "$max" ] && break
+        (cd "$WORK/pack/$name" && tar -cf - . | "${compress[@]}" >"$WORK/pack/$name.$ext")
+        [ "$(stat -c %s "$WORK/pack/$name.$ext")" -le "$max" ] && break
         [ "$per" -lt 4096 ] && break
         cut=1
         find "$WORK/pack/$name" -type f -size +"$((per / 1024))"k -print0 | while IFS= read -r -d '' f; do
@@ -756,16 +778,20 @@ pack() {
         done
         per=$((per / 2))
     done
-    [ "$cut" = 1 ] && log "$name.tar.xz: files cut to $per bytes to stay under $max bytes"
-    mv "$WORK/pack/$name.tar.xz" "$RESULT_DIR/$name.tar.xz"
+    [ "$cut" = 1 ] && log "$name.$ext: files cut to $per bytes to stay under $max bytes"
+    mv "$WORK/pack/$name.$ext" "$RESULT_DIR/$name.$ext"
 }
 
 pack_results() {
     local logs=() corpus_traces=() torch_traces=()
-    mapfile -t logs < <(cd "$WORK" && find runs -type f \( -name '*.out' -o -name '*.err' -o -name '*.rc' -o -name '*.wall' \
-        -o -name '*.norm' -o -name 'build.log' -o -name 'server.log' \) | sort; cd "$WORK" && find logs -type f | sort)
-    mapfile -t corpus_traces < <(cd "$WORK" && find runs -path 'runs/torch.*' -prune -o -name '*.trace.*.log' -print | sort)
-    mapfile -t torch_traces < <(cd "$WORK" && find runs -path 'runs/torch.*' -name '*.trace.*.log' -print | sort)
+    mapfile -t logs < <(cd "$WORK" && {
+        find runs -maxdepth 2 -type f \( -name '*.out' -o -name '*.err' -o -name '*.rc' -o -name '*.wall' \
+            -o -name '*.norm' -o -name 'build.log' \)
+        find runs -path 'runs/*/server-*/logs/*' -type f
+        find logs -type f
+    } | sort)
+    mapfile -t corpus_traces < <(cd "$WORK" && find runs -maxdepth 2 -name '*.trace.*.log' ! -path 'runs/torch.*' | sort)
+    mapfile -t torch_traces < <(cd "$WORK" && find runs -maxdepth 2 -name '*.trace.*.log' -path 'runs/torch.*' | sort)
     pack logs $((15 << 20)) "${logs[@]}"
     pack traces-corpus $((15 << 20)) "${corpus_traces[@]}"
     pack traces-pytorch $((15 << 20)) "${torch_traces[@]}"
@@ -791,7 +817,7 @@ cmake_common_args
 }
 
 log "gpu/apps.sh: modes $MODES, variants $VARIANTS, ${#SAMPLES[@]} samples, ${#SCRIPTS[@]} PyTorch scripts," \
-    "budget ${TOTAL_BUDGET_S:-520} s, dry run $DRY_RUN"
+    "budget $BUDGET_S s, dry run $DRY_RUN"
 log "corpus $CORPUS_DIR, builds in $CORPUS_BUILD_DIR, cmake ${CMAKE_COMMON[*]} [+ $(variant_args shared) for shared]"
 log "work $WORK, results $RESULT_DIR, driver $CUDA_TRACE_REAL, python $PYTHON"
 if [ "${#SAMPLES[@]}" -gt 0 ] && [ ! -d "$CORPUS_DIR/Samples" ]; then
@@ -846,7 +872,7 @@ if [ "${#SCRIPTS[@]}" -gt 0 ]; then
     torch_lane &
     TORCH_LANE=$!
 fi
-# Wait for both lanes; a report every few minutes, so a run stopped from outside still leaves
+# Wait for both lanes; a report every two minutes, so a run stopped from outside still leaves
 # one; past the budget (every step is bounded by it, so only as a safety net) stop them.
 last_report=$(date +%s)
 while { [ -n "$CORPUS_LANE" ] && kill -0 "$CORPUS_LANE" 2>/dev/null; } ||
@@ -869,11 +895,10 @@ wait 2>/dev/null
 
 log "runs done after $(($(date +%s) - START_S)) s; writing the report"
 write_report
+cp "$STEPS_LOG" "$RESULT_DIR/steps.log"
 summarize_traces
 cp "$STEPS_LOG" "$RESULT_DIR/steps.log"
 pack_results
-write_report
-cp "$STEPS_LOG" "$RESULT_DIR/steps.log"
 [ "$DRY_RUN" = 0 ] && cp "$REPORT" "$REPO/docs/compatibility.md" 2>/dev/null
 log "done after $(($(date +%s) - START_S)) s: $RESULT_DIR ($(find "$RESULT_DIR" -maxdepth 1 -type f -printf '%f ' | sort))"
 cp "$STEPS_LOG" "$RESULT_DIR/steps.log"

@@ -6,6 +6,7 @@ becomes '#'; long hexadecimal addresses become 0x#; carriage returns and trailin
 go; lines starting `time:`/`info:` (our own programs' convention) are dropped.
 
 usage: normalize_output.py [--mask floats|numbers] FILE   (the result on stdout)
+       normalize_output.py [--mask ...] --write FILE...  (each X.out to X.norm, X to X.norm)
   --mask floats   also every number with a decimal point, on every line (a sample that
                   prints bare tables of measurements)
   --mask numbers  every number on every line (only the words remain)"""
@@ -38,16 +39,33 @@ def normalize(line, mask):
     return line
 
 
+def normalized_lines(path, mask):
+    with open(path, errors="replace") as f:
+        for raw in f:
+            line = normalize(raw, mask)
+            if line is not None:
+                yield line + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mask", choices=["floats", "numbers"], default=None)
-    ap.add_argument("file")
+    ap.add_argument("--write", action="store_true", help="write FILE.norm beside each FILE")
+    ap.add_argument("files", nargs="+")
     args = ap.parse_args()
-    with open(args.file, errors="replace") as f:
-        for raw in f:
-            line = normalize(raw, args.mask)
-            if line is not None:
-                sys.stdout.write(line + "\n")
+    if not args.write:
+        for path in args.files:
+            sys.stdout.writelines(normalized_lines(path, args.mask))
+        return
+    for path in args.files:
+        target = (path[:-4] if path.endswith(".out") else path) + ".norm"
+        try:
+            lines = list(normalized_lines(path, args.mask))
+        except OSError as e:
+            print(f"{path}: {e}", file=sys.stderr)
+            continue
+        with open(target, "w") as out:
+            out.writelines(lines)
 
 
 if __name__ == "__main__":
