@@ -29,6 +29,7 @@ KNOWN = {  # names from docs and the design brief; the trace establishes the fac
 ALL_CALLS = {"d4082055"}  # tables whose every logged call is listed
 
 TOKEN = re.compile(r"(\S+?)=(\S*)")
+IDENTITY_FN = re.compile(r" fn=(cuDeviceGetUuid|cuDeviceGetUuid_v2|cuDeviceGetPCIBusId|cuDriverGetVersion|cuDeviceGetName) ")
 
 
 def fields(line):
@@ -87,6 +88,9 @@ def main():
             print(f"<!-- {path}: {e} -->")
             continue
         for line in lines:
+            tag = line[: line.find(" ")]
+            if tag in ("CE", "CR") and not IDENTITY_FN.search(line):
+                continue  # the bulk of a trace; only the identity queries are summarised
             tag, f = fields(line)
             if tag == "H":
                 if "driver_version" in f:
