@@ -40,4 +40,15 @@ struct fake_nosize_table {
     uint64_t state;
 };
 
+/* What the fake cuLaunchKernel answers: a mix of all eleven arguments. */
+static inline int fake_launch_result(uint64_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                     unsigned bz, unsigned shmem, uint64_t stream, void **params, void **extra)
+{
+    uint64_t h = f;
+    const uint64_t parts[] = { gx, gy, gz, bx, by, bz, shmem, stream, (uint64_t)(uintptr_t)params,
+                               (uint64_t)(uintptr_t)extra };
+    for (unsigned i = 0; i < sizeof parts / sizeof parts[0]; i++) h = h * 1000003u + parts[i];
+    return (int)(h & 0x3fffffff);
+}
+
 #endif

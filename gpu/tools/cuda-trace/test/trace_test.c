@@ -44,16 +44,6 @@ static int failures;
         printf("\n");                                                                                                 \
     } while (0)
 
-static int expected_launch(uint64_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                           unsigned shmem, uint64_t stream, void **params, void **extra)
-{
-    uint64_t h = f;
-    const uint64_t parts[] = { gx, gy, gz, bx, by, bz, shmem, stream, (uint64_t)(uintptr_t)params,
-                               (uint64_t)(uintptr_t)extra };
-    for (unsigned i = 0; i < sizeof parts / sizeof parts[0]; i++) h = h * 1000003u + parts[i];
-    return (int)(h & 0x3fffffff);
-}
-
 static const struct fake_nosize_table *nosize;
 static int (*device_get)(int *, int);
 static jmp_buf escape;
@@ -113,7 +103,7 @@ int main(int argc, char **argv)
     CHECK(cuInit(0) == 0 && cuInit(5) == 1, "direct cuInit forwards its argument");
     CHECK(cuDriverGetVersion(&v) == 0 && v == FAKE_DRIVER_VERSION, "direct cuDriverGetVersion writes %d", v);
     void *params = (void *)0x1234, *extra = (void *)0x5678;
-    int want = expected_launch(0xabcdef, 1, 2, 3, 4, 5, 6, 7, 0x77, params, extra);
+    int want = fake_launch_result(0xabcdef, 1, 2, 3, 4, 5, 6, 7, 0x77, params, extra);
     int got = cuLaunchKernel(0xabcdef, 1, 2, 3, 4, 5, 6, 7, 0x77, params, extra);
     CHECK(got == want, "cuLaunchKernel's eleven arguments (five on the stack) arrive: %d == %d", got, want);
 
