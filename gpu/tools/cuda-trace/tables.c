@@ -122,14 +122,17 @@ static int make_copy(const uint8_t uuid[16], const uint64_t *real)
     tc->handed = calloc(nwords ? nwords : 1, sizeof *tc->handed);
     if (tc->handed) memcpy(tc->handed, copy, nwords * sizeof *copy);
     atomic_store(&table_count, t + 1);
-    log_words(t);
     return t;
 }
 
+/* The copy for (uuid, real), made on first sight. Its words are logged after the lock is
+ * released: naming code takes the dynamic loader's lock (dladdr), which a thread running a
+ * library constructor holds while it may be waiting here for tables_lock. */
 const void *trace_table_wrap(const uint8_t uuid[16], const void *real, uint64_t caller)
 {
     (void)caller;
     const void *given = real;
+    int fresh = -1;
     pthread_mutex_lock(&tables_lock);
     int found = -1;
     for (int t = atomic_load(&table_count) - 1; t >= 0; t--) {
@@ -147,16 +150,17 @@ const void *trace_table_wrap(const uint8_t uuid[16], const void *real, uint64_t 
             char text[40];
             trace_table_uuid_text(found, text, sizeof text);
             trace_logf("XT", "table=%s changed=yes", text);
-            found = make_copy(uuid, real);
+            found = fresh = make_copy(uuid, real);
         }
     } else {
-        found = make_copy(uuid, real);
+        found = fresh = make_copy(uuid, real);
     }
     if (found >= 0) {
         atomic_fetch_add(&tables[found].requests, 1);
         given = tables[found].copy;
     }
     pthread_mutex_unlock(&tables_lock);
+    if (fresh >= 0) log_words(fresh);
     return given;
 }
 
