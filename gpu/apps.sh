@@ -589,10 +589,15 @@ why_not() { # why the primary mode's run is not equal to native
     case "$eq" in yes | equal | within*) echo ""; return ;; esac
     local build_rc
     build_rc=$(cat "$d/build.rc" 2>/dev/null)
-    if [ -n "$build_rc" ] && [ "$build_rc" != 0 ]; then
-        echo "build failed ($build_rc): $(grep -m1 -iE 'error|not found|fail' "$d/build.log" 2>/dev/null | cut -c1-150 | tr '|' '/')"
-        return
-    fi
+    case "$build_rc" in
+        "" | 0) ;;
+        124 | 137) echo "build stopped at the time budget (TOTAL_BUDGET_S)"; return ;;
+        skipped*) echo "build $build_rc"; return ;;
+        *)
+            echo "build failed ($build_rc): $(grep -m1 -E 'Error|error:|not found' "$d/build.log" 2>/dev/null | cut -c1-150 | tr '|' '/')"
+            return
+            ;;
+    esac
     if [ "$(cat "$d/native.rc" 2>/dev/null)" != 0 ]; then
         reason="native: $(cell "$d/native")"
     elif [ "$(cat "$d/$PRIMARY.rc" 2>/dev/null)" != 0 ]; then
