@@ -70,7 +70,7 @@ def exact_fp32():
     try:
         torch.backends.cuda.matmul.fp32_precision = "ieee"
         torch.backends.cudnn.conv.fp32_precision = "ieee"
-    except (AttributeError, RuntimeError, AssertionError):  # before PyTorch 2.9
+    except (AttributeError, RuntimeError, AssertionError, ValueError, TypeError):  # before PyTorch 2.9
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
 
