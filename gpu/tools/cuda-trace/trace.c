@@ -29,15 +29,17 @@ static _Atomic uint32_t logged_calls;
 static _Atomic int pool_next;
 
 /* A call whose return is being watched: where to go back to and what to report. */
+#define DUMPED_ARGS 10 /* six registers, then (table slots) the four words above the return address */
+
 struct shadow_frame {
     uint64_t orig_ret;
     uint64_t *ret_slot;
     uint64_t seq;
-    uint64_t args[6];
+    uint64_t args[DUMPED_ARGS];
     int32_t id;
     uint8_t dumped;
-    uint16_t before_len[6];
-    uint8_t before[6][MAX_DUMP];
+    uint16_t before_len[DUMPED_ARGS];
+    uint8_t before[DUMPED_ARGS][MAX_DUMP];
 };
 
 struct shadow_stack {
@@ -267,16 +269,20 @@ void *trace_on_enter(struct trace_regs *r)
     trace_line_add(&l, " caller=%s a=%lx,%lx,%lx,%lx,%lx,%lx", trace_object_of(*r->ret_slot, caller, sizeof caller),
                    (unsigned long)r->args[0], (unsigned long)r->args[1], (unsigned long)r->args[2],
                    (unsigned long)r->args[3], (unsigned long)r->args[4], (unsigned long)r->args[5]);
+    /* args[6..9]: the words above the return address, a slot's stack arguments if it takes
+     * more than six (dumped like the registers: pointers there are written through too) */
+    uint64_t args[DUMPED_ARGS] = { 0 };
+    int nargs = 6;
+    memcpy(args, r->args, 6 * sizeof args[0]);
     if (e->kind == ENTRY_SLOT) {
-        /* Words above the return address: stack arguments if the slot takes more than six. */
-        uint64_t stack[4] = { 0 };
-        size_t got = trace_safe_read(stack, (uint64_t)(uintptr_t)(r->ret_slot + 1), sizeof stack);
+        size_t got = trace_safe_read(args + 6, (uint64_t)(uintptr_t)(r->ret_slot + 1), 4 * sizeof args[0]);
+        nargs = 6 + (int)(got / 8);
         trace_line_add(&l, " s=");
-        for (size_t i = 0; i < got / 8; i++) trace_line_add(&l, "%s%lx", i ? "," : "", (unsigned long)stack[i]);
+        for (int i = 6; i < nargs; i++) trace_line_add(&l, "%s%lx", i > 6 ? "," : "", (unsigned long)args[i]);
     }
     if (dumps) {
-        for (int i = 0; i < 6; i++) {
-            uint16_t n = describe_arg(&l, i, r->args[i], f ? f->before[i] : NULL, "");
+        for (int i = 0; i < nargs; i++) {
+            uint16_t n = describe_arg(&l, i, args[i], f ? f->before[i] : NULL, "");
             if (f) f->before_len[i] = n;
         }
     }
@@ -289,7 +295,9 @@ void *trace_on_enter(struct trace_regs *r)
         f->seq = seq;
         f->id = id;
         f->dumped = (uint8_t)dumps;
-        memcpy(f->args, r->args, sizeof f->args);
+        memcpy(f->args, args, sizeof f->args);
+        for (int i = nargs; i < DUMPED_ARGS; i++) f->before_len[i] = 0;
+        if (!dumps) memset(f->before_len, 0, sizeof f->before_len);
         s->depth++;
         *r->ret_slot = (uint64_t)(uintptr_t)trace_return;
     }
@@ -323,7 +331,7 @@ uint64_t trace_on_return(struct trace_ret_regs *r, uint64_t *rsp_after)
         trace_line_add(&l, " rc=%d", (int)(uint32_t)r->rax);
     if (skipped) trace_line_add(&l, " unwound=%d", skipped);
     if (f->dumped) {
-        for (int i = 0; i < 6; i++) {
+        for (int i = 0; i < DUMPED_ARGS; i++) {
             if (f->before_len[i] == 0) continue;
             uint8_t after[MAX_DUMP];
             size_t n = trace_safe_read(after, f->args[i], f->before_len[i]);

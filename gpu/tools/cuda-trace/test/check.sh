@@ -80,6 +80,7 @@ expect "XE: slot 1 called with 13001 (32c9) and an output pointer" grep -qE "^XE
 expect "XR: slot 1's 16 output bytes after the call" grep -qE "^XR .* table=$uuid_sized slot=1 ret=0 rdx=[0-9a-f]+ p1'=c9925b24edb67f4811daa36c35fec790" "$t"
 expect "XE: stack arguments of the 8-argument slot" grep -qE "^XE .* table=$uuid_sized slot=4 .* a=1,2,3,4,5,6 s=7,8" "$t"
 expect "XR: 16-byte result in rax:rdx" grep -qE "^XR .* table=$uuid_sized slot=4 ret=24 rdx=7" "$t"
+expect "XR: what a slot wrote through a stack argument (42 = 2a)" grep -qE "^XR .* table=$uuid_sized slot=4 .* p6'=2a00000000000000" "$t"
 expect "XE: a code-pointer argument is named" grep -qE "^XE .* table=$uuid_nosize slot=2 .* c0=trace_test\+0x[0-9a-f]+ p1=05000000" "$t"
 expect "CE: the call back into the driver from inside a slot" grep -qE "^CE .* fn=cuDeviceGet caller=trace_test" "$t"
 expect "XR: after a longjmp out of a nested call, the outer return unwinds its frame" \
@@ -87,6 +88,7 @@ expect "XR: after a longjmp out of a nested call, the outer return unwinds its f
 expect "XE: recursion past the return stack goes untracked" grep -qE "^XE .* slot=2 .* ret=untracked" "$t"
 expect "S: every call counted across threads" grep -q '^S fn=cuDeviceGet kind=export calls=80001$' "$t"
 expect "S: slot counts" grep -q "^S table=$uuid_sized slot=1 kind=slot calls=2$" "$t"
+expect "S: slot 4 twice" grep -q "^S table=$uuid_sized slot=4 kind=slot calls=2$" "$t"
 expect "ST: tables summary" grep -q "^ST table=$uuid_sized words=7 size=word0 requests=2$" "$t"
 expect "XC: the driver changed a word of its table" grep -q "^XC table=$uuid_nosize word=3 in=driver was=0 now=2a$" "$t"
 expect "XC: the program wrote into its copy" grep -qE "^XC table=$uuid_sized word=2 in=copy was=0 now=1234$" "$t"

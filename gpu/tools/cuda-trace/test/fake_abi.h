@@ -9,7 +9,8 @@
 #define FAKE_NOT_FOUND 500
 
 /* A table with a size word: [0] size 56, [1] scale, [2] NULL, [3] data pointer,
- * [4] wide (8 integer arguments, two on the stack; returns 16 bytes in rax:rdx),
+ * [4] wide (8 integer arguments, two on the stack; returns 16 bytes in rax:rdx; writes a + b
+ * where the 7th points, if it is an address),
  * [5] mix (doubles in xmm registers), [6] variadic sum of doubles. */
 static const uint8_t FAKE_SIZED_UUID[16] = { 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
                                              0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x01 };

@@ -67,9 +67,11 @@ static int scale(int version, uint8_t *out16)
     return 0;
 }
 
+/* g, the first argument on the stack, may also be an address: a + b is written there. */
 static struct fake_pair wide(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f, uint64_t g,
                              uint64_t h)
 {
+    if (g > 65536) *(uint64_t *)(uintptr_t)g = a + b;
     return (struct fake_pair){ a + b + c + d + e + f + g + h, a ^ h ^ (g << 1) };
 }
 

@@ -157,6 +157,9 @@ int main(int argc, char **argv)
     struct fake_pair w = t->wide(1, 2, 3, 4, 5, 6, 7, 8);
     CHECK(w.lo == 36 && w.hi == (1 ^ 8 ^ (7 << 1)), "a slot with 8 arguments returns 16 bytes: %lu %lu",
           (unsigned long)w.lo, (unsigned long)w.hi);
+    uint64_t written = 0;
+    t->wide(40, 2, 3, 4, 5, 6, (uint64_t)(uintptr_t)&written, 8);
+    CHECK(written == 42, "a slot writes through a pointer passed on the stack");
     double m = t->mix(2, 1.5, 2.5, 3, 0.25);
     CHECK(m == 10.25, "doubles in vector registers arrive and return: %g", m);
     double s = t->vsum(3, 1.0, 2.0, 4.5);
