@@ -34,7 +34,7 @@
 #   BUILD_PAR         samples built at once [8]; BUILD_JOBS: cmake --build -j [2];
 #   NVCC_THREADS      nvcc --threads for its per-architecture work [4]
 #   GPU_SLOTS         programs running at once [4]
-#   CORPUS_TIMEOUT_S  per corpus run [60; trace x2, ivcuda x3]
+#   CORPUS_TIMEOUT_S  per corpus run [60; ivcuda x2]
 #   TORCH_TIMEOUT_S   per PyTorch run [300]
 #   TORCH_PAR         PyTorch scripts at once [2]
 #   PYTHON            the Python with PyTorch [python3]
@@ -83,13 +83,14 @@ PRIMARY=native
 has_mode trace && PRIMARY=trace
 has_mode ivcuda && PRIMARY=ivcuda
 
-rm -rf "$WORK/runs" "$WORK/logs" "$WORK/pack" "$WORK/slots" "$WORK/bisect"
-mkdir -p "$WORK/runs" "$WORK/logs" "$WORK/pack" "$WORK/slots"
+rm -rf "$WORK/runs" "$WORK/logs" "$WORK/pack" "$WORK/slots" "$WORK/bisect" "$WORK/breaker"
+mkdir -p "$WORK/runs" "$WORK/logs" "$WORK/pack" "$WORK/slots" "$WORK/breaker"
 # gpu/lib.sh keeps its logs (server, guest build) and steps.log under its OUT: the scratch
 # directory here; only the packed results go to RESULT_DIR.
 OUT=$WORK
 # shellcheck source=gpu/lib.sh source-path=SCRIPTDIR
 . "$HERE/lib.sh"
+: >"$STEPS_LOG"
 
 START_S=$(date +%s)
 BUDGET_S=${TOTAL_BUDGET_S:-480}
@@ -112,6 +113,7 @@ if [ -z "${CORPUS_DIR:-}" ]; then
     CORPUS_DIR=$REPO/.corpus/cuda-samples
     [ -d "$CORPUS_DIR" ] || CORPUS_DIR=$REPO/../shared/corpus/cuda-samples
 fi
+TRACE_REAL_GIVEN=${CUDA_TRACE_REAL:-}
 if [ -z "${CUDA_TRACE_REAL:-}" ]; then
     CUDA_TRACE_REAL=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ { print $NF; exit }')
     [ -n "$CUDA_TRACE_REAL" ] || CUDA_TRACE_REAL=/usr/lib/x86_64-linux-gnu/libcuda.so.1
@@ -174,6 +176,22 @@ with_gpu_slot() {
     return 125
 }
 
+# A mode (other than native) whose first BREAKER_TIMEOUTS runs all time out is given up:
+# a shim or a server that hangs every program must not eat the budget of everything else.
+BREAKER_TIMEOUTS=3
+# shellcheck disable=SC2317 # called from run_one
+breaker_count() { # breaker_count <mode> <rc>
+    case "$1" in native | native2) return ;; esac
+    case "$2" in
+        0) : >"$WORK/breaker/$1.passed" ;;
+        124 | 137) echo x >>"$WORK/breaker/$1.timeouts" ;;
+    esac
+}
+breaker_open() { # breaker_open <mode>: true when the mode is given up
+    [ -f "$WORK/breaker/$1.passed" ] && return 1
+    [ -f "$WORK/breaker/$1.timeouts" ] && [ "$(wc -l <"$WORK/breaker/$1.timeouts")" -ge "$BREAKER_TIMEOUTS" ]
+}
+
 # run_one <program> <mode> <cwd> <timeout> <command...>: stdout, stderr, exit status and wall
 # seconds in runs/<program>/<mode>.{out,err,rc,wall}; under trace, the traces beside them.
 # shellcheck disable=SC2317 # called through with_gpu_slot
@@ -198,6 +216,7 @@ run_one() {
     rc=$?
     [ "$rc" = 124 ] && echo "TIMEOUT after $limit s" >>"$prefix.err"
     echo "$rc" >"$prefix.rc"
+    breaker_count "$mode" "$rc"
     elapsed_s "$t0" "$(now_s)" >"$prefix.wall"
     log "$prog $mode: rc=$rc wall=$(cat "$prefix.wall")s"
 }
@@ -211,6 +230,10 @@ run_mode() {
     limit=$(bounded_timeout "$want")
     if [ "$limit" -lt 10 ]; then
         echo "skipped (time budget)" >"$prefix.rc"
+        return
+    fi
+    if breaker_open "$mode"; then
+        echo "skipped (the first $BREAKER_TIMEOUTS runs in this mode timed out and none passed)" >"$prefix.rc"
         return
     fi
     local runner=run_one
@@ -332,7 +355,7 @@ corpus_job() { # corpus_job <sample> <variant>: build, then every mode
             continue
         fi
         want=$CORPUS_TIMEOUT_S
-        case "$mode" in trace) want=$((2 * CORPUS_TIMEOUT_S)) ;; ivcuda) want=$((3 * CORPUS_TIMEOUT_S)) ;; esac
+        [ "$mode" = ivcuda ] && want=$((2 * CORPUS_TIMEOUT_S))
         run_mode "$prog" "$mode" "$bld" "$want" "$bld/$s" "${args[@]}"
     done
     retry_trace_plain "$prog" "$bld" "$bld/$s" "${args[@]}"
@@ -354,7 +377,7 @@ retry_trace_plain() {
         return 0
     fi
     local TRACE_ENV=(CUDA_TRACE_COPY_TABLES=0 CUDA_TRACE_RETURNS=0)
-    run_mode "$prog" trace-plain "$cwd" "$((2 * CORPUS_TIMEOUT_S))" "$@"
+    run_mode "$prog" trace-plain "$cwd" "$CORPUS_TIMEOUT_S" "$@"
     [ "$(cat "$d/trace-plain.rc" 2>/dev/null)" = 0 ] && bisect_trace "$prog" "$cwd" "$@"
 }
 
@@ -370,12 +393,12 @@ bisect_trace() {
     mapfile -t uuids < <(cat "$WORK/runs/$prog"/trace.trace.*.log 2>/dev/null |
         awk '$1 == "EXP" { for (i = 2; i <= NF; i++) if ($i ~ /^uuid=/) print substr($i, 6, 8) }' | sort -u)
     local TRACE_ENV=(CUDA_TRACE_RETURNS=0)
-    run_mode "$prog" bisect-no-returns "$cwd" "$((2 * CORPUS_TIMEOUT_S))" "$@"
+    run_mode "$prog" bisect-no-returns "$cwd" "$CORPUS_TIMEOUT_S" "$@"
     TRACE_ENV=(CUDA_TRACE_COPY_TABLES=0)
-    run_mode "$prog" bisect-no-copies "$cwd" "$((2 * CORPUS_TIMEOUT_S))" "$@"
+    run_mode "$prog" bisect-no-copies "$cwd" "$CORPUS_TIMEOUT_S" "$@"
     for u in "${uuids[@]}"; do
         TRACE_ENV=("CUDA_TRACE_NOCOPY=$u")
-        run_mode "$prog" "bisect-nocopy-$u" "$cwd" "$((2 * CORPUS_TIMEOUT_S))" "$@"
+        run_mode "$prog" "bisect-nocopy-$u" "$cwd" "$CORPUS_TIMEOUT_S" "$@"
     done
 }
 
@@ -413,27 +436,22 @@ corpus_lane() {
 
 # ---- PyTorch ----------------------------------------------------------------------------------
 
-torch_job() { # torch_job <script>: every mode, each in a fresh directory and compile cache
-    local name=$1 prog=torch.$1 mode cwd
-    mkdir -p "$WORK/runs/$prog"
-    for mode in "${MODE_LIST[@]}"; do
-        cwd=$WORK/runs/$prog/$mode.cwd
-        mkdir -p "$cwd"
-        if [ "$DRY_RUN" = 1 ]; then
-            case "$mode" in
-                native | native2)
-                    IVCUDA_TORCH_DEVICE=cpu run_mode "$prog" "$mode" "$cwd" "$TORCH_TIMEOUT_S" \
-                        "$PYTHON" "$HERE/pytorch/$name.py" ;;
-                *) echo "skipped (dry run: no GPU)" >"$WORK/runs/$prog/$mode.rc" ;;
-            esac
-            continue
-        fi
-        PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=$cwd/inductor-cache TRITON_CACHE_DIR=$cwd/triton-cache \
-            run_mode "$prog" "$mode" "$cwd" "$TORCH_TIMEOUT_S" "$PYTHON" "$HERE/pytorch/$name.py"
-    done
-    local d=$WORK/runs/$prog
-    if has_mode trace && [ "$(cat "$d/native.rc" 2>/dev/null)" = 0 ] && [ -f "$d/trace.rc" ] &&
-        [ "$(cat "$d/trace.rc")" != 0 ] && [ "$DRY_RUN" = 0 ]; then
+torch_run() { # torch_run <script> <mode>: one run in a fresh directory and compile cache
+    local name=$1 mode=$2 prog=torch.$1
+    local d=$WORK/runs/$prog cwd=$WORK/runs/torch.$1/$2.cwd
+    mkdir -p "$cwd"
+    if [ "$DRY_RUN" = 1 ]; then
+        case "$mode" in
+            native | native2)
+                IVCUDA_TORCH_DEVICE=cpu run_mode "$prog" "$mode" "$cwd" "$TORCH_TIMEOUT_S" \
+                    "$PYTHON" "$HERE/pytorch/$name.py" ;;
+            *) echo "skipped (dry run: no GPU)" >"$d/$mode.rc" ;;
+        esac
+        return
+    fi
+    PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=$cwd/inductor-cache TRITON_CACHE_DIR=$cwd/triton-cache \
+        run_mode "$prog" "$mode" "$cwd" "$TORCH_TIMEOUT_S" "$PYTHON" "$HERE/pytorch/$name.py"
+    if [ "$mode" = trace ] && [ "$(cat "$d/native.rc" 2>/dev/null)" = 0 ] && [ "$(cat "$d/trace.rc")" != 0 ]; then
         local TRACE_ENV=(CUDA_TRACE_COPY_TABLES=0 CUDA_TRACE_RETURNS=0)
         cwd=$d/trace-plain.cwd
         mkdir -p "$cwd"
@@ -442,13 +460,18 @@ torch_job() { # torch_job <script>: every mode, each in a fresh directory and co
     fi
 }
 
+# Mode by mode (every script natively first), TORCH_PAR scripts at a time: a mode that hangs
+# cannot keep the native runs from happening.
 torch_lane() {
-    local s
-    for s in "${SCRIPTS[@]}"; do
-        while [ "$(jobs -rp | wc -l)" -ge "$TORCH_PAR" ]; do wait -n; done
-        torch_job "$s" &
+    local s m
+    for s in "${SCRIPTS[@]}"; do mkdir -p "$WORK/runs/torch.$s"; done
+    for m in "${MODE_LIST[@]}"; do
+        for s in "${SCRIPTS[@]}"; do
+            while [ "$(jobs -rp | wc -l)" -ge "$TORCH_PAR" ]; do wait -n; done
+            torch_run "$s" "$m" &
+        done
+        wait
     done
-    wait
 }
 
 # ---- facts ------------------------------------------------------------------------------------
@@ -849,7 +872,7 @@ if [ "$DRY_RUN" = 1 ]; then
     # No driver here: the traced runs go to the shim's fake driver, which answers cudart's
     # lookups and fails the rest, so a run shows the shim loaded and logging, nothing more;
     # ivcuda runs go to servers on their transport-only backend.
-    CUDA_TRACE_REAL=$SHIM_DIR/test/fake/libcuda.so.1
+    CUDA_TRACE_REAL=${TRACE_REAL_GIVEN:-$SHIM_DIR/test/fake/libcuda.so.1}
     SERVER_EXTRA_ARGS="${SERVER_EXTRA_ARGS:-} --set backend=host-memory"
     if [ -z "${CORPUS_DRIVER_LIB:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so '; then
         CORPUS_DRIVER_LIB=$SHIM_DIR/libcuda.so # only for linking: the shim exports every name
