@@ -356,7 +356,9 @@ corpus_job() { # corpus_job <sample> <variant>: build, then every mode
         fi
         want=$CORPUS_TIMEOUT_S
         [ "$mode" = ivcuda ] && want=$((2 * CORPUS_TIMEOUT_S))
-        run_mode "$prog" "$mode" "$bld" "$want" "$bld/$s" "${args[@]}"
+        # cudart's start is ~150 calls; past 5000 a sample's own loop only repeats itself
+        CUDA_TRACE_MAX_CALLS=${CUDA_TRACE_MAX_CALLS:-5000} CUDA_TRACE_DUMP_CALLS=${CUDA_TRACE_DUMP_CALLS:-1000} \
+            run_mode "$prog" "$mode" "$bld" "$want" "$bld/$s" "${args[@]}"
     done
     retry_trace_plain "$prog" "$bld" "$bld/$s" "${args[@]}"
 }
