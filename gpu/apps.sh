@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real CUDA software, natively and through ivcuda (issue 12), in one command on the GPU
-# machine: the 51 programs of NVIDIA's CUDA samples (the corpus, carried as
+# machine: the 52 programs of NVIDIA's CUDA samples (the corpus, carried as
 # .corpus/cuda-samples), each built with its own CMake files twice (default static cudart,
 # and -DCMAKE_CUDA_RUNTIME_LIBRARY=Shared), and the PyTorch scripts of gpu/pytorch, each run
 # in the chosen modes:
