@@ -882,6 +882,12 @@ if [ "$DRY_RUN" = 1 ]; then
     fi
 else
     run_identity
+    # A GPU in an exclusive compute mode takes one process at a time.
+    mode_line=$(awk '$1 == "device" && $2 == 0 && $3 == "compute_mode" { print $4 }' "$WORK/logs/identity.native.out" 2>/dev/null)
+    if [ -n "$mode_line" ] && [ "$mode_line" != 0 ] && [ "$GPU_SLOTS" != 1 ]; then
+        log "compute mode $mode_line (not shared): one program at a time on the GPU"
+        GPU_SLOTS=1
+    fi
 fi
 write_facts
 
