@@ -722,6 +722,7 @@ write_report() {
         echo "| PyTorch | $($PYTHON -c 'import torch; print(torch.__version__)' 2>/dev/null | tail -1) |"
         echo "| corpus | $CORPUS_DIR: ${#SAMPLES[@]} samples x ${VARIANT_LIST[*]} cudart; architectures: $CORPUS_ARCH |"
         echo "| modes | ${MODES} |"
+        echo "| at once | $BUILD_PAR sample builds; $GPU_SLOTS programs on the GPU; $TORCH_PAR PyTorch scripts |"
         echo "| budget | $BUDGET_S s; report written after $(($(date +%s) - START_S)) s |"
         echo "| command | \`gpu/apps.sh --modes $MODES$ONLY_ARG\` (How to run, below) |"
         echo
