@@ -70,8 +70,8 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
                     long bytes = bytes(domainName, name, value, "region size");
                     String sizeProblem = ByteSize.regionSizeProblem(bytes, value);
                     if (sizeProblem != null) {
-                        throw problem(domainName, name, value, "the region size must be a power of two from 1 MiB to "
-                                + ByteSize.describe(ByteSize.MAX_REGION_SIZE) + " (e.g. 256M)", sizeProblem);
+                        throw problem(domainName, name, value, sizeProblem + "; a region is a power of two from 1 MiB to "
+                                + ByteSize.describe(ByteSize.MAX_REGION_SIZE), sizeProblem);
                     }
                     size = OptionalLong.of(bytes);
                 }
