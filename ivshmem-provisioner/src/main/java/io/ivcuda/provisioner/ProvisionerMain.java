@@ -104,6 +104,7 @@ public final class ProvisionerMain {
     }
 
     @Command(name = "daemon", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
+            header = "the service: keep every domain's device in line with its element",
             description = {"Reconcile all domains, then follow DEFINED and METADATA_CHANGE events until SIGTERM.",
                 "Logs to stderr under systemd (the journal), to --log FILE when given, else to syslog where /dev/log "
                     + "exists, else to stderr."})
@@ -142,6 +143,7 @@ public final class ProvisionerMain {
     }
 
     @Command(name = "status", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
+            header = "what runs: tagged domains, their servers, what they hold",
             description = {"What runs: for every domain that is tagged or carries an ivcuda device, its state, whether it "
                 + "is provisioned, its cuda-server (state in the region's header, pid, mode, region, uptime), the guest "
                 + "processes and channels it serves, the GPU memory they hold against the quota, and the last error. "
@@ -176,6 +178,7 @@ public final class ProvisionerMain {
     }
 
     @Command(name = "check", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
+            header = "check an element or a domain before it counts",
             description = {"Check a domain's element before it counts: a FILE with a domain's XML or with the element alone "
                 + "(<ivcuda:gpu xmlns:ivcuda=\"https://ivcuda.dev/xmlns/domain/1\" …/>), or the persistent definition of "
                 + "DOMAIN. Says what the domain would get, or what is wrong: attributes, the GPU against the host "
@@ -260,6 +263,7 @@ public final class ProvisionerMain {
     }
 
     @Command(name = "reconcile", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
+            header = "reconcile every domain once",
             description = "Reconcile every domain once (for hosts that do not run the daemon). Exit 1 when a domain has a problem.")
     static final class Reconcile implements Callable<Integer> {
         @ParentCommand
@@ -275,6 +279,7 @@ public final class ProvisionerMain {
     }
 
     @Command(name = "provision", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
+            header = "reconcile one domain now",
             description = "Reconcile one domain now. Exit 1 when it has a problem or does not exist.")
     static final class Provision implements Callable<Integer> {
         @ParentCommand
@@ -293,6 +298,7 @@ public final class ProvisionerMain {
     }
 
     @Command(name = "uninstall", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
+            header = "take every ivcuda device out of the domain definitions",
             description = {"Take every ivcuda device and [ivcuda] description line out of every domain definition (run by "
                 + "the package's removal, after the daemon stopped). The <ivcuda:gpu> elements stay: a reinstalled daemon "
                 + "gives the devices back. A running domain keeps its device until it stops."})
