@@ -113,11 +113,13 @@ stage_host() {
     install -m 0644 "$docs"/man/*.8 "$dest/usr/share/man/man8/"
     rm -f "$dest/usr/share/man/man8/ivcuda-guest-irqd.8"
     for command in ivcuda-server 50-ivcuda ivshmem-provisioner; do
-        install -m 0644 "$repo"/*/target/"$command.bash-completion" "$dest/usr/share/bash-completion/completions/$command"
+        # sourced, not run: without picocli's "#!/usr/bin/env bash" line
+        sed '1{/^#!/d}' "$repo"/*/target/"$command.bash-completion" > "$dest/usr/share/bash-completion/completions/$command"
+        chmod 0644 "$dest/usr/share/bash-completion/completions/$command"
     done
     install -m 0644 "$docs"/cds/*.classlist "$dest/usr/share/ivcuda/cds/"
     install -m 0755 "$repo/packaging/files/make-cds-archives" "$dest/usr/libexec/ivcuda/make-cds-archives"
-    install -m 0644 "$repo/packaging/files/ivcuda.logrotate" "$dest/etc/logrotate.d/ivcuda"
+    install -m 0644 "$repo/packaging/files/ivcuda.logrotate" "$dest/etc/logrotate.d/ivcuda-host"
 }
 
 # stage_guest DEST UDEV_DIR UNIT_DIR

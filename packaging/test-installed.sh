@@ -263,7 +263,7 @@ regions='/dev/shm/ivcuda-????????-????-????-????-????????????'
 compgen -G "$regions" >/dev/null && left="$left $(echo $regions)"
 pgrep -f '/usr/share/ivcuda/' >/dev/null && left="$left processes:$(pgrep -f '/usr/share/ivcuda/' | tr '\n' ' ')"
 pgrep -f -- '--config /run/ivcuda/' >/dev/null && left="$left servers:$(pgrep -f -- '--config /run/ivcuda/' | tr '\n' ' ')"
-for path in /var/cache/ivcuda /etc/init.d/ivcuda-provisioner /etc/logrotate.d/ivcuda; do
+for path in /var/cache/ivcuda /etc/init.d/ivcuda-provisioner /etc/logrotate.d/ivcuda-host; do
     if [ -e "$path" ]; then left="$left $path"; fi
 done
 [ -z "$left" ] || fail "left after purge:$left"
