@@ -200,6 +200,8 @@ if [ ! -e /dev/nvidiactl ]; then
     echo "backend=host-memory" >> /etc/ivcuda/ivcuda.properties
 fi
 
+for d in ivcuda-ti-huge ivcuda-ti-unprovisioned; do virsh -q -c "$URI" undefine "$d" >/dev/null; done
+
 echo "== a tagged domain through start and destroy, status --json while it runs"
 define ivcuda-ti-run "size='64M'"
 wait_for 20 "the daemon provisions ivcuda-ti-run" has_device ivcuda-ti-run
@@ -217,9 +219,36 @@ jq -e "$domain.server | .pid == $server_pid and .state == \"READY\" and .mode ==
         and .processes == [] and .uptimeSeconds >= 0 and .region == \"$region\"" "$work/status.json" >/dev/null \
     || fail "status --json: the server: $(jq "$domain" "$work/status.json")"
 jq -e '.host.daemon | startswith("running")' "$work/status.json" >/dev/null || fail "status --json: the daemon is not seen running"
+# a guest process, host-side through the region with the guest library of this build (the domain has no OS)
+cat > "$work/hold.c" <<'C'
+#include <stdio.h>
+#include <unistd.h>
+typedef int CUresult; typedef int CUdevice; typedef void *CUcontext; typedef unsigned long long CUdeviceptr;
+CUresult cuInit(unsigned int); CUresult cuDeviceGet(CUdevice *, int);
+CUresult cuCtxCreate_v2(CUcontext *, unsigned int, CUdevice); CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
+int main(void)
+{
+    CUdevice device; CUcontext context; CUdeviceptr memory;
+    if (cuInit(0) || cuDeviceGet(&device, 0) || cuCtxCreate_v2(&context, 0, device) || cuMemAlloc_v2(&memory, 8 << 20))
+        return 1;
+    printf("holding\n");
+    fflush(stdout);
+    sleep(30);
+    return 0;
+}
+C
+gcc -o "$work/hold" "$work/hold.c" -L"$repo/guest/target" -lcuda
+IVCUDA_REGION=$region LD_LIBRARY_PATH="$repo/guest/target" "$work/hold" > "$work/hold.out" &
+holder=$!
+wait_for 20 "the guest process holds its memory" grep -q holding "$work/hold.out"
+ivshmem-provisioner status --json > "$work/status.json"
+jq -e "$domain.server | .processes == [$holder] and .channelsAttached == 1 and .memoryHeld == 8388608" "$work/status.json" \
+    >/dev/null || fail "status --json: the guest process: $(jq "$domain.server" "$work/status.json")"
 ivshmem-provisioner status | tee "$work/status.txt"
+kill "$holder"; wait "$holder" 2>/dev/null || true
 grep -q "^DOMAIN  *STATE  *PROVISIONING  *SERVER  *PID " "$work/status.txt" || fail "status has no headers"
-grep -q "^ivcuda-ti-run  *running  *provisioned  *READY  *$server_pid  *plain  *64 MiB " "$work/status.txt" || fail "status: the running domain"
+grep -q "^ivcuda-ti-run  *running  *provisioned  *READY  *$server_pid  *plain  *64 MiB  *[0-9ms]*  *1 ($holder)  *1/[0-9]*  *8 MiB (no quota)  *-$" \
+    "$work/status.txt" || fail "status: the running domain"
 virsh -q -c "$URI" destroy ivcuda-ti-run
 wait_for 20 "the server of ivcuda-ti-run stops with it" sh -c "! pgrep -f -- '--config /run/ivcuda/$uuid.properties'"
 [ ! -e "$region" ] || fail "$region left after destroy"

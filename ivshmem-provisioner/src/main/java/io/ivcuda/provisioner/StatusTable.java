@@ -68,7 +68,9 @@ final class StatusTable {
         if (s.memoryHeld() == null) {
             return s.pid() == null ? "-" : "?";
         }
-        String quota = s.memoryQuota() == null || s.memoryQuota() == 0 ? "no quota" : StatusReport.bytes(s.memoryQuota());
-        return StatusReport.bytes(s.memoryHeld()) + " of " + quota;
+        if (s.memoryQuota() == null || s.memoryQuota() == 0) {
+            return StatusReport.bytes(s.memoryHeld()) + " (no quota)";
+        }
+        return StatusReport.bytes(s.memoryHeld()) + " of " + StatusReport.bytes(s.memoryQuota());
     }
 }
