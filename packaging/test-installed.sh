@@ -79,6 +79,7 @@ wait_for() {
     fail "$what (within ${seconds}s)"
 }
 
+server_gone() { ! pgrep -f -- "--config /run/ivcuda/$1.properties" >/dev/null; }
 has_device() { virsh -q -c "$URI" dumpxml --inactive "$1" | grep -q "<shmem name='ivcuda-"; }
 described() { virsh -q -c "$URI" desc "$1" | grep -qF "$2"; }
 
@@ -250,7 +251,7 @@ grep -q "^DOMAIN  *STATE  *PROVISIONING  *SERVER  *PID " "$work/status.txt" || f
 grep -q "^ivcuda-ti-run  *running  *provisioned  *READY  *$server_pid  *plain  *64 MiB  *[0-9ms]*  *1 ($holder)  *1/[0-9]*  *8 MiB (no quota)  *-$" \
     "$work/status.txt" || fail "status: the running domain"
 virsh -q -c "$URI" destroy ivcuda-ti-run
-wait_for 20 "the server of ivcuda-ti-run stops with it" sh -c "! pgrep -f -- '--config /run/ivcuda/$uuid.properties'"
+wait_for 20 "the server of ivcuda-ti-run stops with it" server_gone "$uuid"
 [ ! -e "$region" ] || fail "$region left after destroy"
 virsh -q -c "$URI" start ivcuda-ti-run
 server_pid=$(pgrep -f -- "--config /run/ivcuda/$uuid.properties")
