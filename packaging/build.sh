@@ -4,7 +4,10 @@
 #   ivcuda-guest-<v>.<arch>.rpm
 # Usage: packaging/build.sh [--deb-only|--rpm-only]. Runs `mvn -B -q package -DskipTests` first unless the
 # jars and the guest library are already built (IVCUDA_SKIP_MAVEN=1 never builds).
-# Needs: debhelper, dpkg-dev, fakeroot (debs); rpm (rpmbuild; Debian's rpm package is enough).
+# Needs: debhelper, dpkg-dev, fakeroot (debs); rpm (rpmbuild; Debian's rpm package is enough); asciidoctor
+# (man pages from the AsciiDoc that picocli's ManPageGenerator wrote at mvn package), help2man (the guest
+# tools' man pages from their --help); java and libvirt0 (the class lists of class-data sharing are
+# recorded from runs of the built commands, the provisioner's against libvirt's test driver).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,7 +23,9 @@ esac
 built_outputs=(
     cuda-server/target/cuda-server.jar libvirt-hook/target/libvirt-hook.jar
     ivshmem-provisioner/target/ivshmem-provisioner.jar guest/target/libcuda.so.1 guest/target/ivcuda-guest-check
-    guest/target/ivcuda-guest-irqd
+    guest/target/ivcuda-guest-irqd cuda-server/target/man libvirt-hook/target/man ivshmem-provisioner/target/man
+    cuda-server/target/ivcuda-server.bash-completion libvirt-hook/target/50-ivcuda.bash-completion
+    ivshmem-provisioner/target/ivshmem-provisioner.bash-completion
 )
 need_build=0
 for f in "${built_outputs[@]}"; do [ -e "$repo/$f" ] || need_build=1; done
@@ -40,12 +45,50 @@ echo "== version $version (pom $pom_version)"
 rm -rf "$out"
 mkdir -p "$out"
 
+# Man pages: section 8 for the host's commands (they are the admin's), the package version in the footer.
+docs="$out/docs"
+mkdir -p "$docs/man" "$docs/cds"
+for adoc in "$repo"/cuda-server/target/man/*.adoc "$repo"/libvirt-hook/target/man/*.adoc "$repo"/ivshmem-provisioner/target/man/*.adoc; do
+    sed -e "s/(not built as a package)/$version/g" -e 's/^:manmanual: .*/:manmanual: ivcuda Manual/' \
+        -e 's/\(ivshmem-provisioner[a-z-]*\|ivcuda-server\|50-ivcuda\)(1)/\1(8)/g' "$adoc" > "$docs/$(basename "$adoc")"
+    asciidoctor -b manpage -D "$docs/man" "$docs/$(basename "$adoc")"
+done
+help2man --no-info --no-discard-stderr --section=1 --version-string="$version" \
+    --name="tell whether this VM has an ivcuda device and the host's cuda-server answers" \
+    -o "$docs/man/ivcuda-guest-check.1" "$repo/guest/target/ivcuda-guest-check"
+help2man --no-info --no-discard-stderr --section=8 --version-string="$version" \
+    --name="hand the ivshmem device's MSI-X interrupts to CUDA processes" \
+    -o "$docs/man/ivcuda-guest-irqd.8" "$repo/guest/target/ivcuda-guest-irqd"
+
+# Class-data sharing: the classes each command loads, recorded from one representative run of each
+# (make-cds-archives dumps the archives from these lists on the target host, for its java).
+train=$(mktemp -d)
+printf 'runtime.dir=%s/run\nshm.dir=%s/shm\nlog.dir=%s/log\nserver.user=%s\n' "$train" "$train" "$train" "$(id -un)" > "$train/host.properties"
+java -Xshare:off -XX:DumpLoadedClassList="$docs/cds/ivshmem-provisioner.classlist" -XX:TieredStopAtLevel=1 \
+    -XX:+UseSerialGC -Divcuda.log.target=none -jar "$repo/ivshmem-provisioner/target/ivshmem-provisioner.jar" \
+    --config "$train/host.properties" --connect test:///default status > /dev/null || true
+IVCUDA_CONFIG="$train/host.properties" java -Xshare:off -XX:DumpLoadedClassList="$docs/cds/libvirt-hook.classlist" \
+    -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -jar "$repo/libvirt-hook/target/libvirt-hook.jar" ivcuda-train release end - \
+    < "$repo/libvirt-hook/src/test/resources/domains/tagged-release-end.xml" 2> /dev/null || true
+java -Xshare:off -XX:DumpLoadedClassList="$docs/cds/cuda-server.classlist" -XX:+UseSerialGC \
+    -jar "$repo/cuda-server/target/cuda-server.jar" --set region.path="$train/region" --set region.size=16777216 \
+    --set backend=host-memory --set pidfile="$train/server.pid" > "$train/server.log" 2>&1 &
+server=$!
+for _ in $(seq 1 300); do [ -s "$train/server.pid" ] && break; sleep 0.1; done
+kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+rm -rf "$train"
+for list in ivshmem-provisioner libvirt-hook cuda-server; do
+    [ -s "$docs/cds/$list.classlist" ] || { echo "no class list recorded for $list" >&2; exit 1; }
+done
+
 # stage_host DEST UNIT_DIR QEMU_GROUP: the host package's files as installed.
 stage_host() {
     local dest="$1" unit_dir="$2" qemu_group="$3"
     install -d "$dest/usr/share/ivcuda/lib" "$dest/usr/bin" "$dest/usr/libexec/ivcuda" \
         "$dest/etc/libvirt/hooks/qemu.d" "$dest/etc/ivcuda" "$dest/$unit_dir" "$dest/usr/lib/tmpfiles.d" \
-        "$dest/usr/lib/sysusers.d" "$dest/etc/apparmor.d/abstractions/libvirt-qemu.d" "$dest/usr/share/doc/ivcuda"
+        "$dest/usr/lib/sysusers.d" "$dest/etc/apparmor.d/abstractions/libvirt-qemu.d" "$dest/usr/share/doc/ivcuda" \
+        "$dest/usr/share/man/man8" "$dest/usr/share/bash-completion/completions" "$dest/usr/share/ivcuda/cds" \
+        "$dest/etc/logrotate.d"
     local module
     for module in cuda-server libvirt-hook ivshmem-provisioner; do
         install -m 0644 "$repo/$module/target/$module.jar" "$dest/usr/share/ivcuda/"
@@ -67,19 +110,36 @@ stage_host() {
     install -m 0644 "$repo/packaging/files/ivcuda.sysusers" "$dest/usr/lib/sysusers.d/ivcuda.conf"
     install -m 0644 "$repo/packaging/files/apparmor-libvirt-qemu" "$dest/etc/apparmor.d/abstractions/libvirt-qemu.d/ivcuda"
     install -m 0644 "$repo/docs/operations.md" "$dest/usr/share/doc/ivcuda/"
+    install -m 0644 "$docs"/man/*.8 "$dest/usr/share/man/man8/"
+    rm -f "$dest/usr/share/man/man8/ivcuda-guest-irqd.8"
+    for command in ivcuda-server 50-ivcuda ivshmem-provisioner; do
+        # sourced, not run: without picocli's "#!/usr/bin/env bash" line
+        sed '1{/^#!/d}' "$repo"/*/target/"$command.bash-completion" > "$dest/usr/share/bash-completion/completions/$command"
+        chmod 0644 "$dest/usr/share/bash-completion/completions/$command"
+    done
+    install -m 0644 "$docs"/cds/*.classlist "$dest/usr/share/ivcuda/cds/"
+    install -m 0755 "$repo/packaging/files/make-cds-archives" "$dest/usr/libexec/ivcuda/make-cds-archives"
+    install -m 0644 "$repo/packaging/files/ivcuda.logrotate" "$dest/etc/logrotate.d/ivcuda-host"
 }
 
 # stage_guest DEST UDEV_DIR UNIT_DIR
 stage_guest() {
     local dest="$1" udev_dir="$2" unit_dir="$3"
     install -d "$dest/usr/lib/ivcuda" "$dest/etc/ld.so.conf.d" "$dest/$udev_dir" "$dest/usr/bin" "$dest/usr/sbin" \
-        "$dest/$unit_dir"
+        "$dest/$unit_dir" "$dest/usr/share/man/man1" "$dest/usr/share/man/man8" "$dest/usr/share/bash-completion/completions"
     install -m 0644 "$repo/guest/target/libcuda.so.1" "$dest/usr/lib/ivcuda/libcuda.so.1"
     install -m 0644 "$repo/packaging/files/ld.so.conf" "$dest/etc/ld.so.conf.d/ivcuda.conf"
     install -m 0644 "$repo/packaging/files/60-ivcuda.rules" "$dest/$udev_dir/60-ivcuda.rules"
     install -m 0755 "$repo/guest/target/ivcuda-guest-check" "$dest/usr/bin/ivcuda-guest-check"
     install -m 0755 "$repo/guest/target/ivcuda-guest-irqd" "$dest/usr/sbin/ivcuda-guest-irqd"
     install -m 0644 "$repo/templates/ivcuda-guest-irqd.service" "$dest/$unit_dir/"
+    install -m 0644 "$docs/man/ivcuda-guest-check.1" "$dest/usr/share/man/man1/"
+    install -m 0644 "$docs/man/ivcuda-guest-irqd.8" "$dest/usr/share/man/man8/"
+    # C programs without a picocli model: bash-completion's completer of --long options reads their --help
+    local command
+    for command in ivcuda-guest-check ivcuda-guest-irqd; do
+        echo "complete -F _longopt $command" > "$dest/usr/share/bash-completion/completions/$command"
+    done
 }
 
 if [ "$want_deb" = 1 ]; then
@@ -87,6 +147,8 @@ if [ "$want_deb" = 1 ]; then
     src="$out/deb/ivcuda-$version"
     mkdir -p "$src"
     cp -a "$repo/packaging/deb/debian" "$src/"
+    # dh_installinit installs it as /etc/init.d/ivcuda-provisioner and registers it (update-rc.d, invoke-rc.d)
+    cp "$repo/packaging/files/ivcuda-provisioner.init" "$src/debian/ivcuda-host.ivcuda-provisioner.init"
     # Debian 12's debhelper looks for units and udev rules under /lib.
     stage_host "$src/staged/host" lib/systemd/system libvirt-qemu
     stage_guest "$src/staged/guest" lib/udev/rules.d lib/systemd/system

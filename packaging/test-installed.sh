@@ -1,8 +1,17 @@
 #!/bin/bash
-# Tests the built packages on this machine (root, Debian 12, libvirtd + virtlogd running without
-# systemd, as in .ci/run): installs ivcuda-host from packaging/out, restarts libvirtd so that it finds
-# the package's hook, runs LifecycleIT against the installed files, purges the package and checks that
-# nothing of ours is left; then the same for ivcuda-guest with ivcuda-guest-check (no device here).
+# Tests the built packages on this machine as an admin would use them (root, Debian 12, libvirtd +
+# virtlogd running without systemd, as in .ci/run):
+#   - installs ivcuda-host on a host without systemd: the postinst says what it did and what to do, the
+#     provisioner runs from its init script with a pidfile and a log;
+#   - every command's --help, --version (the package's version), man page and bash completion; exit codes;
+#   - an upgrade (the same package again) keeps the admin's edits;
+#   - LifecycleIT against the installed files;
+#   - with the package's own daemon and configuration: the refusals by message (a size too large, no usable
+#     GPU, a tagged domain whose device was not provisioned), a tagged domain through start and destroy,
+#     status --json against it while it runs, an upgrade under it (its server keeps serving), and a purge
+#     while it runs: its server is stopped cleanly (the region says STOPPED), the domain keeps running,
+#     and nothing of ours is left;
+#   - then ivcuda-guest with ivcuda-guest-check (no device here).
 # Expects no other ivcuda hook installed (.ci/run removes its build-tree hook first).
 set -euo pipefail
 
@@ -10,8 +19,24 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 export DEBIAN_FRONTEND=noninteractive
 hook=/etc/libvirt/hooks/qemu.d/50-ivcuda
+init=/etc/init.d/ivcuda-provisioner
+URI=qemu:///system
+NS=https://ivcuda.dev/xmlns/domain/1
+work=$(mktemp -d /tmp/ivcuda-test-installed.XXXXXX)
+chmod 0755 "$work"
+domains=()
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cleanup() {
+    local d
+    for d in "${domains[@]}"; do
+        virsh -q -c "$URI" destroy "$d" >/dev/null 2>&1 || true
+        virsh -q -c "$URI" undefine "$d" >/dev/null 2>&1 || true
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
 
 restart_libvirtd() {
     # libvirtd looks for hooks only when it starts; without systemd: stop it and start it again.
@@ -23,25 +48,112 @@ restart_libvirtd() {
     done
     libvirtd -d
     for _ in $(seq 1 60); do
-        virsh -c qemu:///system version >/dev/null 2>&1 && return 0
+        virsh -c "$URI" version >/dev/null 2>&1 && return 0
         sleep 1
     done
     fail "libvirtd did not come back"
+}
+
+# define NAME ELEMENT-ATTRIBUTES: a tagged domain without a guest OS (QEMU runs, nothing boots)
+define() {
+    local name=$1 attributes=$2
+    cat > "$work/$name.xml" <<XML
+<domain type='qemu'><name>$name</name>
+  <metadata><ivcuda:gpu xmlns:ivcuda='$NS' $attributes/></metadata>
+  <memory unit='MiB'>64</memory><os><type arch='x86_64' machine='pc'>hvm</type></os>
+  <devices><emulator>/usr/bin/qemu-system-x86_64</emulator><memballoon model='none'/></devices>
+</domain>
+XML
+    virsh -q -c "$URI" define "$work/$name.xml" >/dev/null
+    domains+=("$name")
+}
+
+# wait_for SECONDS DESCRIPTION COMMAND...
+wait_for() {
+    local seconds=$1 what=$2
+    shift 2
+    for _ in $(seq 1 $((seconds * 5))); do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.2
+    done
+    fail "$what (within ${seconds}s)"
+}
+
+server_gone() { ! pgrep -f -- "--config /run/ivcuda/$1.properties" >/dev/null; }
+has_device() { virsh -q -c "$URI" dumpxml --inactive "$1" | grep -q "<shmem name='ivcuda-"; }
+described() { virsh -q -c "$URI" desc "$1" | grep -qF "$2"; }
+
+# start_refused NAME EXPECTED-FIRST-LINE: virsh start fails, and libvirt's error carries our first line
+start_refused() {
+    local name=$1 expected=$2 output
+    if output=$(virsh -q -c "$URI" start "$name" 2>&1); then
+        fail "$name started; expected the refusal: $expected"
+    fi
+    grep -qF "$expected" <<<"$output" || fail "$name: the start error does not say '$expected':
+$output"
+    echo "refused as expected: $(grep -F "$expected" <<<"$output" | head -1)"
 }
 
 [ ! -e "$hook" ] && [ ! -L "$hook" ] || fail "$hook is already there; remove it first (this test installs the package's)"
 host_deb=$(ls packaging/out/ivcuda-host_*_all.deb)
 guest_deb=$(ls packaging/out/ivcuda-guest_*.deb)
 
-echo "== install $host_deb"
-apt-get install -y -q --no-install-recommends "./$host_deb"
+[ ! -d /run/systemd/system ] || echo "note: this host runs systemd; the test is written for hosts without it"
+package_version=$(dpkg-deb -f "$host_deb" Version)
+package_version=${package_version%-*}
+
+echo "== install $host_deb (no systemd here)"
+installed=$(apt-get install -y -q --no-install-recommends "./$host_deb" 2>&1) || { echo "$installed"; fail "install"; }
+echo "$installed"
 dpkg -L ivcuda-host > /tmp/ivcuda-host.files
+grep -q "ivcuda-host: no systemd here: the provisioner runs from $init (pid [0-9]*, log /var/log/ivcuda/provisioner.log)" \
+    <<<"$installed" || fail "the postinst does not say that and how it started the provisioner"
+if pgrep -x libvirtd >/dev/null; then
+    grep -q "ivcuda-host: libvirtd (pid [0-9]*) looks for hooks only when it starts: restart it now" <<<"$installed" \
+        || fail "the postinst does not tell the admin to restart libvirtd"
+fi
+"$init" status || fail "the provisioner daemon does not run after the install"
+provisioner_pid=$(cat /run/ivcuda/provisioner.pid)
+[ -s /var/log/ivcuda/provisioner.log ] || fail "the daemon's log /var/log/ivcuda/provisioner.log is empty"
+[ "$(stat -c %a /run/ivcuda)" = 750 ] || fail "/run/ivcuda is mode $(stat -c %a /run/ivcuda), not 0750"
+for archive in ivshmem-provisioner libvirt-hook cuda-server; do
+    [ -s "/var/cache/ivcuda/$archive.jsa" ] || fail "no class-data sharing archive /var/cache/ivcuda/$archive.jsa"
+done
+
+echo "== every command: --help, --version, man page, completion, exit codes"
+for command in ivshmem-provisioner ivcuda-server "$hook"; do
+    name=$(basename "$command")
+    help=$("$command" --help) || fail "$command --help: exit $?"
+    grep -q "^Usage: $name " <<<"$help" || fail "$command --help does not say 'Usage: $name'"
+    version=$("$command" --version) || fail "$command --version: exit $?"
+    [ "$version" = "$name (ivcuda) $package_version" ] || fail "$command --version says '$version', not the package's $package_version"
+    zcat "/usr/share/man/man8/$name.8.gz" | grep -q '^\.TH' || fail "no man page $name(8)"
+    bash -c "source /usr/share/bash-completion/completions/$name && complete -p $name" >/dev/null \
+        || fail "the bash completion of $name does not register"
+done
+for sub in daemon status check reconcile provision uninstall; do
+    ivshmem-provisioner "$sub" --help | grep -q "^Usage: ivshmem-provisioner $sub " || fail "ivshmem-provisioner $sub --help"
+    [ "$(ivshmem-provisioner "$sub" --version)" = "ivshmem-provisioner (ivcuda) $package_version" ] || fail "$sub --version"
+    zcat "/usr/share/man/man8/ivshmem-provisioner-$sub.8.gz" | grep -q '^\.TH' || fail "no man page ivshmem-provisioner-$sub(8)"
+done
+set +e
+said=$(ivshmem-provisioner provision nosuchdomain 2>&1); status=$?
+ivshmem-provisioner nosuchcommand >/dev/null 2>&1; usage_status=$?
+ivcuda-server --set nosuch.key=1 >/dev/null 2>&1; server_status=$?
+set -e
+[ "$status" = 1 ] || fail "provision of an unknown domain exits $status, not 1"
+[ "$(grep -c . <<<"$said")" = 1 ] && grep -q "nosuchdomain: not_found" <<<"$said" \
+    || fail "provision of an unknown domain should say so once: $said"
+[ "$usage_status" = 2 ] || fail "an unknown command exits $usage_status, not 2"
+[ "$server_status" = 2 ] || fail "ivcuda-server with an unknown key exits $server_status, not 2"
+echo "start of 'ivshmem-provisioner status' (class-data sharing archive, client compiler), 5 runs:"
+TIMEFORMAT="  %R s"
+for _ in 1 2 3 4 5; do time (ivshmem-provisioner status >/dev/null 2>&1 || true); done
 [ "$(readlink -f "$hook")" = /usr/libexec/ivcuda/50-ivcuda ] || fail "the package's hook is not at $hook"
 getent passwd ivcuda >/dev/null || fail "no user ivcuda"
 [ -d /run/ivcuda ] || fail "no /run/ivcuda"
 grep -q 'abstractions/libvirt-qemu.d/ivcuda' /etc/apparmor.d/local/abstractions/libvirt-qemu \
     || fail "the AppArmor include is missing"
-/usr/bin/ivshmem-provisioner --help >/dev/null || fail "/usr/bin/ivshmem-provisioner --help"
 
 echo "== upgrade path (the same package again: prerm upgrade, postinst configure OLD), admin edit kept"
 echo "# admin edit kept across upgrades" >> /etc/ivcuda/ivcuda.properties
@@ -51,15 +163,118 @@ grep -q '^# admin edit kept across upgrades$' /etc/ivcuda/ivcuda.properties || f
 [ "$(grep -c 'abstractions/libvirt-qemu.d/ivcuda' /etc/apparmor.d/local/abstractions/libvirt-qemu)" = 1 ] \
     || fail "the AppArmor include is not there exactly once after the upgrade"
 
-echo "== libvirtd restart (finds the installed hook)"
+[ "$(cat /run/ivcuda/provisioner.pid)" != "$provisioner_pid" ] || fail "the upgrade did not restart the provisioner"
+
+echo "== libvirtd restart, as the postinst said (finds the installed hook)"
 restart_libvirtd
 
-echo "== LifecycleIT against the installed files"
+echo "== LifecycleIT against the installed files (it runs a provisioner daemon of its own)"
+"$init" stop
 IVCUDA_IT_LIBVIRT=required mvn -B -q -pl ivshmem-provisioner -am verify -Divcuda.installed=true \
     -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false -Dit.test=LifecycleIT -Dfailsafe.failIfNoSpecifiedTests=false
+"$init" start
 
-echo "== purge ivcuda-host"
-apt-get purge -y -q ivcuda-host
+echo "== refusals, by message"
+# an element whose size is no region: the daemon says so in the description, check and the start say so too
+define ivcuda-ti-huge "size='1T'"
+wait_for 10 "the description of ivcuda-ti-huge names the size" described ivcuda-ti-huge "[ivcuda] error: region size 1T is larger than 64 GiB"
+echo "<ivcuda:gpu xmlns:ivcuda='$NS' size='1T'/>" > "$work/huge-element.xml"
+if ivshmem-provisioner check "$work/huge-element.xml" 2>"$work/check.err"; then fail "check accepted size='1T'"; fi
+grep -q "region size 1T is larger than 64 GiB, the largest ivcuda accepts" "$work/check.err" || fail "check: $(cat "$work/check.err")"
+start_refused ivcuda-ti-huge "ivcuda: region size 1T is larger than 64 GiB, the largest ivcuda accepts"
+shm_total=$(df -B1 --output=size /dev/shm | tail -1)
+if [ "$shm_total" -lt $((32 << 30)) ]; then
+    echo "<ivcuda:gpu xmlns:ivcuda='$NS' size='32G'/>" > "$work/shm-element.xml"
+    if ivshmem-provisioner check "$work/shm-element.xml" 2>"$work/check.err"; then fail "check accepted 32G on a smaller /dev/shm"; fi
+    grep -q "region size 32 GiB is larger than /dev/shm" "$work/check.err" || fail "check: $(cat "$work/check.err")"
+fi
+# a tagged domain the provisioner never saw (its daemon stopped): refused, naming the domain and the fix
+"$init" stop
+define ivcuda-ti-unprovisioned "size='64M'"
+start_refused ivcuda-ti-unprovisioned "ivcuda: domain 'ivcuda-ti-unprovisioned' has no ivcuda device: run ivshmem-provisioner provision ivcuda-ti-unprovisioned"
+"$init" start
+wait_for 20 "the restarted daemon provisions ivcuda-ti-unprovisioned" has_device ivcuda-ti-unprovisioned
+if [ ! -e /dev/nvidiactl ]; then
+    # the package's configuration: the cuda backend, and this host has no GPU
+    start_refused ivcuda-ti-unprovisioned "ivcuda: no usable GPU (gpu 0): "
+    # from here on the servers serve the transport without a GPU (an admin's edit of the configuration)
+    echo "backend=host-memory" >> /etc/ivcuda/ivcuda.properties
+fi
+
+for d in ivcuda-ti-huge ivcuda-ti-unprovisioned; do virsh -q -c "$URI" undefine "$d" >/dev/null; done
+
+echo "== a tagged domain through start and destroy, status --json while it runs"
+define ivcuda-ti-run "size='64M'"
+wait_for 20 "the daemon provisions ivcuda-ti-run" has_device ivcuda-ti-run
+virsh -q -c "$URI" start ivcuda-ti-run
+uuid=$(virsh -q -c "$URI" domuuid ivcuda-ti-run)
+region=/dev/shm/ivcuda-$uuid
+server_pid=$(pgrep -f -- "--config /run/ivcuda/$uuid.properties")
+[ "$(stat -c '%U %a' "$region")" = "ivcuda 660" ] || fail "region $region: $(stat -c '%U %a' "$region")"
+ivshmem-provisioner status --json > "$work/status.json" || fail "status --json: exit $?"
+domain='.domains[] | select(.name == "ivcuda-ti-run")'
+jq -e "$domain | .state == \"running\" and .provisioning == \"provisioned\" and .uuid == \"$uuid\"" "$work/status.json" >/dev/null \
+    || fail "status --json: state or provisioning: $(cat "$work/status.json")"
+jq -e "$domain.server | .pid == $server_pid and .state == \"READY\" and .mode == \"plain\" and .regionSize == 67108864
+        and .channelsTotal > 0 and .channelsAttached == 0 and .memoryHeld == 0 and .memoryQuota == 0
+        and .processes == [] and .uptimeSeconds >= 0 and .region == \"$region\"" "$work/status.json" >/dev/null \
+    || fail "status --json: the server: $(jq "$domain" "$work/status.json")"
+jq -e '.host.daemon | startswith("running")' "$work/status.json" >/dev/null || fail "status --json: the daemon is not seen running"
+# a guest process, host-side through the region with the guest library of this build (the domain has no OS)
+cat > "$work/hold.c" <<'C'
+#include <stdio.h>
+#include <unistd.h>
+typedef int CUresult; typedef int CUdevice; typedef void *CUcontext; typedef unsigned long long CUdeviceptr;
+CUresult cuInit(unsigned int); CUresult cuDeviceGet(CUdevice *, int);
+CUresult cuCtxCreate_v2(CUcontext *, unsigned int, CUdevice); CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
+int main(void)
+{
+    CUdevice device; CUcontext context; CUdeviceptr memory;
+    if (cuInit(0) || cuDeviceGet(&device, 0) || cuCtxCreate_v2(&context, 0, device) || cuMemAlloc_v2(&memory, 8 << 20))
+        return 1;
+    printf("holding\n");
+    fflush(stdout);
+    sleep(30);
+    return 0;
+}
+C
+gcc -o "$work/hold" "$work/hold.c" -L"$repo/guest/target" -lcuda
+IVCUDA_REGION=$region LD_LIBRARY_PATH="$repo/guest/target" "$work/hold" > "$work/hold.out" &
+holder=$!
+wait_for 20 "the guest process holds its memory" grep -q holding "$work/hold.out"
+ivshmem-provisioner status --json > "$work/status.json"
+jq -e "$domain.server | .processes == [$holder] and .channelsAttached == 1 and .memoryHeld == 8388608" "$work/status.json" \
+    >/dev/null || fail "status --json: the guest process: $(jq "$domain.server" "$work/status.json")"
+ivshmem-provisioner status | tee "$work/status.txt"
+kill "$holder"; wait "$holder" 2>/dev/null || true
+grep -q "^DOMAIN  *STATE  *PROVISIONING  *SERVER  *PID " "$work/status.txt" || fail "status has no headers"
+grep -q "^ivcuda-ti-run  *running  *provisioned  *READY  *$server_pid  *plain  *64 MiB  *[0-9ms]*  *1 ($holder)  *1/[0-9]*  *8 MiB (no quota)  *-$" \
+    "$work/status.txt" || fail "status: the running domain"
+virsh -q -c "$URI" destroy ivcuda-ti-run
+wait_for 20 "the server of ivcuda-ti-run stops with it" server_gone "$uuid"
+[ ! -e "$region" ] || fail "$region left after destroy"
+virsh -q -c "$URI" start ivcuda-ti-run
+server_pid=$(pgrep -f -- "--config /run/ivcuda/$uuid.properties")
+
+echo "== upgrade under a running tagged domain: its server keeps serving"
+provisioner_pid=$(cat /run/ivcuda/provisioner.pid)
+beat() { od -An -t u8 -j 32 -N 8 "$region" | tr -d ' '; }
+dpkg -i "$host_deb"
+[ "$(pgrep -f -- "--config /run/ivcuda/$uuid.properties")" = "$server_pid" ] || fail "the upgrade replaced or stopped the running server"
+before=$(beat); sleep 0.5
+[ "$(beat)" != "$before" ] || fail "the server's heartbeat stopped after the upgrade"
+[ "$(cat /run/ivcuda/provisioner.pid)" != "$provisioner_pid" ] || fail "the upgrade did not restart the provisioner"
+
+echo "== purge ivcuda-host while ivcuda-ti-run runs"
+exec 3<"$region"   # the region as QEMU keeps it mapped: its header tells what the guest is told
+purged=$(apt-get purge -y -q ivcuda-host 2>&1) || { echo "$purged"; fail "purge"; }
+echo "$purged"
+grep -q "ivcuda: stopped the cuda-server of domain 'ivcuda-ti-run': the domain keeps running" <<<"$purged" \
+    || fail "the purge does not say it stopped the running domain's server"
+[ "$(od -An -t u4 -j 24 -N 4 /dev/fd/3 | tr -d ' ')" = 3 ] || fail "the region's header does not say STOPPED: the guest was not told"
+exec 3<&-
+[ "$(virsh -q -c "$URI" domstate ivcuda-ti-run)" = running ] || fail "the purge stopped the domain"
+! virsh -q -c "$URI" dumpxml --inactive ivcuda-ti-run | grep -q "<shmem name='ivcuda-" || fail "the device stayed in the definition"
 left=""
 while read -r path; do
     # directories shared with other packages (/etc, /usr/bin, /lib -> usr/lib) stay; ours are checked below
@@ -77,6 +292,10 @@ grep -qs 'ivcuda' /etc/apparmor.d/local/abstractions/libvirt-qemu && left="$left
 regions='/dev/shm/ivcuda-????????-????-????-????-????????????'
 compgen -G "$regions" >/dev/null && left="$left $(echo $regions)"
 pgrep -f '/usr/share/ivcuda/' >/dev/null && left="$left processes:$(pgrep -f '/usr/share/ivcuda/' | tr '\n' ' ')"
+pgrep -f -- '--config /run/ivcuda/' >/dev/null && left="$left servers:$(pgrep -f -- '--config /run/ivcuda/' | tr '\n' ' ')"
+for path in /var/cache/ivcuda /etc/init.d/ivcuda-provisioner /etc/logrotate.d/ivcuda-host; do
+    if [ -e "$path" ]; then left="$left $path"; fi
+done
 [ -z "$left" ] || fail "left after purge:$left"
 echo "nothing of ivcuda-host left"
 

@@ -3,7 +3,9 @@
 # libvirt + QEMU. The guest is a small Debian VM (vm/build-guest.sh) whose probe program calls
 # cuDriverGetVersion and cuInit through our libcuda.so.1, which finds the ivshmem device by PCI
 # scan and talks to the domain's cuda-server. On a host with an NVIDIA GPU cuInit succeeds and the
-# probe counts the device; without one the server answers CUDA_ERROR_NO_DEVICE.
+# probe counts the device. On a host without one the start is refused first (the message an admin gets:
+# no usable GPU), then the demo runs the server's host-memory test backend, which serves the transport
+# and no GPU, to show the rest of the domain's life.
 #
 # Run as root on Debian 12 with Java 17, Maven and gcc:   scripts/demo.sh
 #
@@ -17,7 +19,9 @@
 #     domains are not affected by a libvirtd restart);
 #   - writes /etc/ivcuda/ivcuda.properties only if none exists, and removes it at the end;
 #   - defines, starts and undefines the domain "ivcuda-demo"; its console goes to
-#     /var/log/libvirt/qemu/ivcuda-demo-console.log, removed at the end.
+#     /var/log/libvirt/qemu/ivcuda-demo-console.log, removed at the end with libvirt's log of the domain;
+#   - the directories it had to create for these (/etc/ivcuda, /etc/libvirt/hooks, .../qemu.d,
+#     /run/ivcuda) are removed at the end: the machine is left as the demo found it.
 # Guest images are cached in ${IVCUDA_VM_CACHE:-/var/cache/ivcuda-vm} (Debian packages).
 set -euo pipefail
 
@@ -42,6 +46,14 @@ fi
 work=$(mktemp -d /tmp/ivcuda-demo.XXXXXX)
 chmod 0755 "$work" # QEMU (user libvirt-qemu) reads the kernel and initramfs from here
 started_virtlogd=0 started_libvirtd=0 restarted_libvirtd=0 installed_hook=0 wrote_config=0 defined=0
+# directories that are not there now and that this run may create: removed at the end if it did
+created_dirs=()
+for dir in /run/ivcuda /etc/libvirt/hooks/qemu.d /etc/libvirt/hooks /etc/ivcuda; do
+    [ -e "$dir" ] || created_dirs+=("$dir")
+done
+libvirt_log=/var/log/libvirt/qemu/$NAME.log
+had_libvirt_log=0
+[ -e "$libvirt_log" ] && had_libvirt_log=1
 
 systemd() { [ -d /run/systemd/system ]; }
 daemon_running() { pgrep -x "$1" >/dev/null; }
@@ -84,6 +96,12 @@ cleanup() {
     fi
     [ "$started_libvirtd" = 1 ] && stop_daemon libvirtd && echo "stopped libvirtd"
     [ "$started_virtlogd" = 1 ] && stop_daemon virtlogd && echo "stopped virtlogd"
+    [ "$had_libvirt_log" = 0 ] && rm -f "$libvirt_log"
+    local dir
+    for dir in "${created_dirs[@]}"; do
+        # only empty ones: anything else there is not the demo's
+        [ -d "$dir" ] && rmdir "$dir" 2>/dev/null && echo "removed $dir (created by this run)"
+    done
     rm -rf "$work"
     exit "$rc"
 }
@@ -193,6 +211,16 @@ virsh_ dumpxml --inactive "$NAME" | sed -n '/<shmem/,/<\/shmem>/p'
 
 say "start ($type): the hook starts the cuda-server, then QEMU starts"
 rm -f "$CONSOLE"
+if [ ! -e /dev/nvidiactl ] && [ "$wrote_config" = 1 ]; then
+    echo "this host has no NVIDIA GPU: the start is refused, with this message:"
+    if virsh -c "$URI" start "$NAME" 2>"$work/refused"; then
+        echo "$0: the start of $NAME was not refused on a host without a GPU" >&2
+        exit 1
+    fi
+    sed 's/^/    /' "$work/refused"
+    echo "backend=host-memory" >>"$CONFIG"
+    echo "for the rest of the demo the server uses its host-memory test backend (transport only, no GPU):"
+fi
 virsh_ start "$NAME"
 echo "server: $(pgrep -a -f -- "--config /run/ivcuda/$uuid.properties" | head -1 | cut -c1-160)"
 echo "region: $(ls -l "/dev/shm/ivcuda-$uuid")"

@@ -6,8 +6,11 @@
  *
  * Exit status: 0 the server answers; 1 no ivshmem device with an ivcuda region; 2 a device is there
  * but the library cannot use it (server not READY, incompatible, no permission); 3 the library
- * cannot be loaded; 64 usage.
+ * cannot be loaded; 64 usage. --help and --version answer on stdout and exit 0.
  */
+#ifndef IVCUDA_VERSION
+#define IVCUDA_VERSION "(not built as a package)"
+#endif
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -117,14 +120,39 @@ static void scan_devices(int *devices, int *regions) {
     closedir(dir);
 }
 
+static void usage(FILE *to, const char *program) {
+    fprintf(to,
+            "Usage: %s [--library PATH]\n"
+            "Tells whether this VM has an ivcuda device and whether the host's cuda-server answers.\n"
+            "\n"
+            "Options:\n"
+            "  --library PATH  the libcuda.so.1 to ask (default " IVCUDA_LIBRARY ")\n"
+            "  -h, --help      show this help and exit\n"
+            "  -V, --version   print the version and exit\n"
+            "\n"
+            "Exit status:\n"
+            "  0  the server answers\n"
+            "  1  no ivshmem device with an ivcuda region\n"
+            "  2  a device is there but unusable (server not READY, incompatible, no permission)\n"
+            "  3  the library cannot be loaded\n"
+            "  64 wrong arguments\n",
+            program);
+}
+
 int main(int argc, char **argv) {
     const char *library = IVCUDA_LIBRARY;
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        usage(stdout, "ivcuda-guest-check");
+        return 0;
+    }
+    if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
+        printf("ivcuda-guest-check (ivcuda) %s\n", IVCUDA_VERSION);
+        return 0;
+    }
     if (argc == 3 && strcmp(argv[1], "--library") == 0) {
         library = argv[2];
     } else if (argc != 1) {
-        fprintf(stderr, "usage: %s [--library PATH]\n"
-                        "Tells whether this VM has an ivcuda device and whether the host's server answers.\n"
-                        "Exit: 0 answers, 1 no device, 2 device unusable, 3 library missing.\n", argv[0]);
+        usage(stderr, "ivcuda-guest-check");
         return EXIT_USAGE;
     }
 

@@ -42,6 +42,9 @@
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE 64
+#ifndef IVCUDA_VERSION
+#define IVCUDA_VERSION "(not built as a package)"
+#endif
 
 #define DEFAULT_SOCKET "/run/ivcuda/irq.sock"
 #define DEFAULT_GROUP "ivcuda"
@@ -100,13 +103,20 @@ static void fail_message(const char *format, ...)
 static void usage(FILE *to)
 {
     fprintf(to,
-            "usage: %s [--device ADDRESS] [--socket PATH] [--group NAME] [--bind] [--debug]\n"
+            "Usage: %s [--device ADDRESS] [--socket PATH] [--group NAME] [--bind] [--debug]\n"
+            "Hands the ivshmem device's MSI-X interrupts to the guest's CUDA processes (doorbell mode).\n"
+            "\n"
+            "Options:\n"
             "  --device ADDRESS  the ivshmem-doorbell device (0000:00:05.0); default: the first\n"
             "                    1af4:1110 device whose BAR2 holds an ivcuda region\n"
             "  --socket PATH     where guest libraries ask for the eventfds (default " DEFAULT_SOCKET ")\n"
             "  --group NAME      the socket's group, mode 0660 (default " DEFAULT_GROUP " if it exists, else root)\n"
             "  --bind            bind the device to vfio-pci first if another driver or none has it\n"
-            "  --debug           one line per client\n",
+            "  --debug           one line per client\n"
+            "  -h, --help        show this help and exit\n"
+            "  -V, --version     print the version and exit\n"
+            "\n"
+            "Exit status: 0 stopped by SIGTERM; 1 no usable device or vfio (the message says what to do); 64 wrong arguments\n",
             program);
 }
 
@@ -676,10 +686,10 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"device", required_argument, NULL, 'd'}, {"socket", required_argument, NULL, 's'},
         {"group", required_argument, NULL, 'g'},  {"bind", no_argument, NULL, 'b'},
         {"debug", no_argument, NULL, 'D'},        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
     *o = (struct options){.socket_path = DEFAULT_SOCKET};
     int option;
-    while ((option = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
+    while ((option = getopt_long(argc, argv, "hV", long_options, NULL)) != -1) {
         switch (option) {
         case 'd': o->device = optarg; break;
         case 's': o->socket_path = optarg; break;
@@ -687,6 +697,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'b': o->bind = 1; break;
         case 'D': o->debug = 1; break;
         case 'h': usage(stdout); exit(0);
+        case 'V': printf("ivcuda-guest-irqd (ivcuda) %s\n", IVCUDA_VERSION); exit(0);
         default: usage(stderr); return 0;
         }
     }

@@ -5,6 +5,12 @@ import java.util.Locale;
 /** Byte counts as users write them: {@code 268435456}, {@code 256M}, {@code 256MiB}, {@code 4G}, {@code 512k}. Binary units. */
 public final class ByteSize {
     public static final long MIB = 1L << 20;
+    /**
+     * The largest region ivcuda accepts. A region is a file in {@code shm.dir} (memory) that the server
+     * maps and, with a GPU, pins whole; beyond this the element is surely a typo ({@code 1T} for {@code 1G}).
+     * Whether a smaller one fits on this host is {@link ShmSpace}'s question.
+     */
+    public static final long MAX_REGION_SIZE = 64L << 30;
 
     private ByteSize() {
     }
@@ -51,8 +57,23 @@ public final class ByteSize {
         return value << shift;
     }
 
+    /** A power of two from 1 MiB to {@link #MAX_REGION_SIZE}. */
     public static boolean isValidRegionSize(long bytes) {
-        return bytes >= MIB && Long.bitCount(bytes) == 1;
+        return bytes >= MIB && bytes <= MAX_REGION_SIZE && Long.bitCount(bytes) == 1;
+    }
+
+    /** Why {@code bytes} is no region size (a few words, naming {@code written}), or null when it is one. */
+    public static String regionSizeProblem(long bytes, String written) {
+        if (bytes < MIB) {
+            return "region size " + written + " is less than 1 MiB (e.g. 256M)";
+        }
+        if (bytes > MAX_REGION_SIZE) {
+            return "region size " + written + " is larger than " + describe(MAX_REGION_SIZE) + ", the largest ivcuda accepts";
+        }
+        if (Long.bitCount(bytes) != 1) {
+            return "region size " + written + " is not a power of two (e.g. 256M)";
+        }
+        return null;
     }
 
     /** Short human form for messages: {@code 256 MiB}, {@code 4 GiB}, or bytes. */

@@ -51,6 +51,11 @@ public final class DomainXml {
         }
     }
 
+    /** Whether {@code text} is a domain UUID as libvirt writes it (lower case). */
+    public static boolean isUuid(String text) {
+        return text.matches(UUID_PATTERN);
+    }
+
     public static DomainXml parse(String xml) throws IvcudaConfigException {
         try {
             DocumentBuilderFactory factory = DocumentBuilderFactory.newInstance();

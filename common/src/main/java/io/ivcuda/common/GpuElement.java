@@ -68,10 +68,10 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
                 }
                 case ATTR_SIZE -> {
                     long bytes = bytes(domainName, name, value, "region size");
-                    if (!ByteSize.isValidRegionSize(bytes)) {
-                        throw problem(domainName, name, value, "the region size must be a power of two of at least 1 MiB (e.g. 256M)",
-                                bytes < ByteSize.MIB ? "region size " + value + " is less than 1 MiB (e.g. 256M)"
-                                        : "region size " + value + " is not a power of two (e.g. 256M)");
+                    String sizeProblem = ByteSize.regionSizeProblem(bytes, value);
+                    if (sizeProblem != null) {
+                        throw problem(domainName, name, value, sizeProblem + "; a region is a power of two from 1 MiB to "
+                                + ByteSize.describe(ByteSize.MAX_REGION_SIZE), sizeProblem);
                     }
                     size = OptionalLong.of(bytes);
                 }

@@ -72,7 +72,8 @@ public final class HostConfig {
         this.defaultMode = mode;
         this.defaultSize = bytes(c, "defaults.size", "256M");
         if (!ByteSize.isValidRegionSize(defaultSize)) {
-            throw bad("defaults.size", c.getString("defaults.size"), "the region size must be a power of two of at least 1 MiB");
+            throw bad("defaults.size", c.getString("defaults.size"), "the region size must be a power of two from 1 MiB to "
+                    + ByteSize.describe(ByteSize.MAX_REGION_SIZE));
         }
         this.defaultQuota = bytes(c, "defaults.quota", "0");
         this.gpus = readGpus(c);

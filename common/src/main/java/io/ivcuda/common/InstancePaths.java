@@ -8,6 +8,15 @@ import java.nio.file.Path;
  */
 public record InstancePaths(String domainUuid, String shmemName, Path regionFile, Path doorbellSocket,
                             Path instanceConfig, Path pidfile, Path serverLog) {
+    /**
+     * What the VM's server says about itself when asked (SIGUSR1; {@code ivshmem-provisioner status}):
+     * beside the pidfile, {@code runtime.dir/U.status}. The server names it from its pidfile, so the
+     * two need no key of their own.
+     */
+    public Path statusFile() {
+        return pidfile.resolveSibling(domainUuid + ".status");
+    }
+
 
     public static final String SHMEM_PREFIX = "ivcuda-";
 

@@ -54,6 +54,13 @@ class GpuElementTest {
     }
 
     @Test
+    void sizeHasAnUpperBound() throws Exception {
+        var e = assertThrows(IvcudaConfigException.class, () -> parse("size='1T'"));
+        assertEquals("region size 1T is larger than 64 GiB, the largest ivcuda accepts", e.summary());
+        assertEquals(64L << 30, parse("size='64G'").size().getAsLong());
+    }
+
+    @Test
     void summarySaysTheCauseInAFewWordsOnOneLine() {
         var e = assertThrows(IvcudaConfigException.class, () -> parse("size='300M'"));
         assertEquals("region size 300M is not a power of two (e.g. 256M)", e.summary());

@@ -1,5 +1,8 @@
 package io.ivcuda.server;
 
+import io.ivcuda.server.backend.CudaBackend;
+import io.ivcuda.server.backend.JnaCudaBackend;
+import io.ivcuda.server.core.CuResult;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,14 +16,36 @@ import picocli.CommandLine.Option;
 import sun.misc.Signal;
 
 /**
- * {@code cuda-server [--config FILE]... [--set KEY=VALUE]...} (docs/architecture.md). Exit status 0
- * after SIGTERM, 2 for a configuration error, 1 for any other failure.
+ * {@code ivcuda-server [--config FILE]... [--set KEY=VALUE]...} (docs/architecture.md). Exit status 0
+ * after SIGTERM (or, in doorbell mode, once QEMU left), 1 for a failure while serving, 2 for a
+ * configuration error, 3 when the host has no usable GPU for {@code gpu}. A refusal (2, 3) is one line
+ * on stderr, {@code ivcuda-server: CAUSE}, which the hook puts first in the VM's start error.
  */
-@Command(name = "cuda-server", mixinStandardHelpOptions = true,
-        description = "Serves one VM's CUDA driver calls from its ivshmem region.")
+@Command(name = "ivcuda-server", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
+        usageHelpAutoWidth = true,
+        header = "The per-VM cuda-server of ivcuda: serves one VM's CUDA driver calls from its ivshmem region.",
+        description = {
+            "Started by the libvirt hook (/etc/libvirt/hooks/qemu.d/50-ivcuda) before the VM's QEMU, with the VM's "
+                + "instance configuration /run/ivcuda/UUID.properties, directly or as ivcuda-server@UUID.service; not "
+                + "meant to be started by hand except for tests. It maps the region, initialises the GPU, writes READY "
+                + "into the region's header and serves the guest's channels until SIGTERM.",
+            "",
+            "With a pidfile it also keeps a status file beside it (UUID.status), written when READY and on SIGUSR1, "
+                + "which ivshmem-provisioner status reads."},
+        exitCodeListHeading = "%nExit status:%n",
+        exitCodeList = {
+            "0: stopped by SIGTERM or SIGINT, or (doorbell mode) QEMU left",
+            "1: failed while starting or serving (see the log)",
+            "2: configuration error (unknown key, bad value, missing region.path)",
+            "3: no usable GPU for the gpu key (no driver, cuInit failed, no such device)"},
+        footerHeading = "%nSee also:%n",
+        footer = {"50-ivcuda(8), ivshmem-provisioner(8), /usr/share/doc/ivcuda/operations.md"})
 public final class Main implements Callable<Integer> {
-    static final int EXIT_CONFIG = 2;
     static final int EXIT_FAILURE = 1;
+    static final int EXIT_CONFIG = 2;
+    static final int EXIT_NO_GPU = 3;
+    /** Starts the one line that says why the server refuses to run (the hook looks for it). */
+    static final String SAYS = "ivcuda-server: ";
 
     @Option(names = "--config", paramLabel = "FILE", description = "properties file; later files override earlier ones")
     List<Path> configs = new ArrayList<>();
@@ -28,10 +53,19 @@ public final class Main implements Callable<Integer> {
     @Option(names = "--set", paramLabel = "KEY=VALUE", description = "overrides every file")
     List<String> sets = new ArrayList<>();
 
+    /** The package version, from the jar's manifest (0.1.0-SNAPSHOT is package 0.1.0~SNAPSHOT). */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String maven = Main.class.getPackage().getImplementationVersion();
+            return new String[] {"ivcuda-server (ivcuda) " + (maven == null ? "(not built as a package)" : maven.replace('-', '~'))};
+        }
+    }
+
     public static void main(String[] args) {
         CommandLine cl = new CommandLine(new Main());
         cl.setParameterExceptionHandler((e, a) -> {
-            System.err.println("cuda-server: " + e.getMessage());
+            System.err.println(SAYS + e.getMessage() + " (ivcuda-server --help)");
             return EXIT_CONFIG;
         });
         System.exit(cl.execute(args));
@@ -43,8 +77,18 @@ public final class Main implements Callable<Integer> {
         try {
             config = ServerConfig.load(configs, sets);
         } catch (ServerConfig.ConfigError e) {
-            System.err.println("cuda-server: configuration error: " + e.getMessage());
+            System.err.println(SAYS + "configuration error: " + e.getMessage());
             return EXIT_CONFIG;
+        }
+        CudaBackend backend = null;
+        if (config.backend().equals("cuda")) {
+            JnaCudaBackend cuda = new JnaCudaBackend();
+            String unusable = unusableGpu(cuda, config.gpu());
+            if (unusable != null) {
+                System.err.println(SAYS + "no usable GPU (gpu " + config.gpu() + "): " + unusable);
+                return EXIT_NO_GPU;
+            }
+            backend = cuda;
         }
         Logger log = LogManager.getLogger(Main.class);
         CountDownLatch stop = new CountDownLatch(1);
@@ -52,9 +96,9 @@ public final class Main implements Callable<Integer> {
         Signal.handle(new Signal("INT"), s -> stop.countDown());
         CudaServer server;
         try {
-            server = new CudaServer(config);
+            server = new CudaServer(config, backend);
         } catch (IllegalArgumentException e) {
-            System.err.println("cuda-server: configuration error: " + e.getMessage());
+            System.err.println(SAYS + "configuration error: " + e.getMessage());
             return EXIT_CONFIG;
         }
         String[] why = {"signal"};
@@ -62,8 +106,13 @@ public final class Main implements Callable<Integer> {
             why[0] = "QEMU left";
             stop.countDown();
         });
+        StatusFile status = StatusFile.besidePidfile(config, server);
         try {
             server.start();
+            if (status != null) {
+                status.write();
+                Signal.handle(new Signal("USR1"), s -> status.write());
+            }
             stop.await();
             log.info("stopping ({})", why[0]);
             server.close();
@@ -72,6 +121,40 @@ public final class Main implements Callable<Integer> {
             log.error("cuda-server failed: {}", e.getMessage(), e);
             server.close();
             return EXIT_FAILURE;
+        } finally {
+            if (status != null) {
+                status.delete();
+            }
+        }
+    }
+
+    /**
+     * Whether the cuda backend can serve {@code gpu} here: the driver loads, cuInit succeeds, and an index
+     * names a device that exists (a UUID is matched when the server starts: a wrong one gets its guests
+     * CUDA_ERROR_NO_DEVICE). Null when usable, else why not. The host-memory backend is always usable.
+     */
+    static String unusableGpu(JnaCudaBackend cuda, String gpu) {
+        if (!cuda.loaded()) {
+            return "the CUDA driver (libcuda.so.1) cannot be loaded: is NVIDIA's driver installed on this host?";
+        }
+        int result = cuda.init(0);
+        if (result != CuResult.SUCCESS) {
+            return "cuInit failed: " + CuResult.name(result) + (result == CuResult.NO_DEVICE ? " (the driver finds no GPU)" : "");
+        }
+        if (!gpu.chars().allMatch(Character::isDigit) || gpu.isEmpty()) {
+            return null;
+        }
+        var out = cuda.newOut();
+        try {
+            result = cuda.deviceGetCount(out);
+            if (result != CuResult.SUCCESS) {
+                return "cuDeviceGetCount failed: " + CuResult.name(result);
+            }
+            int count = out.i0;
+            boolean exists = gpu.length() < 10 && Long.parseLong(gpu) < count;
+            return exists ? null : "no GPU with index " + gpu + " (the driver finds " + count + ")";
+        } finally {
+            out.free();
         }
     }
 }

@@ -31,10 +31,14 @@ public record Outcome(String domain, Action action, String detail, List<String> 
         /** The element or the host configuration is wrong: left as it was. */
         INVALID,
         /** Transient domains have no definition to change. */
-        SKIPPED;
+        SKIPPED,
+        /** No domain of this name. */
+        NOT_FOUND,
+        /** libvirt refused a change or a read (the domain may have been undefined meanwhile). */
+        FAILED;
 
         public boolean isProblem() {
-            return this == REFUSED || this == INVALID;
+            return this == REFUSED || this == INVALID || this == NOT_FOUND || this == FAILED;
         }
     }
 

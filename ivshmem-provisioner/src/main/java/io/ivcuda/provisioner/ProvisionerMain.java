@@ -1,8 +1,14 @@
 package io.ivcuda.provisioner;
 
+import com.google.gson.GsonBuilder;
+import io.ivcuda.common.DomainXml;
 import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.IvcudaConfigException;
+import io.ivcuda.common.LogTarget;
+import io.ivcuda.common.PackageVersion;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -16,14 +22,36 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
 
-/** {@code ivshmem-provisioner [--config FILE] [--connect URI] daemon|status|reconcile|provision DOMAIN}. */
-@Command(name = "ivshmem-provisioner", mixinStandardHelpOptions = true, version = "ivcuda ivshmem-provisioner 0.1",
-        description = "Adds, updates and removes the ivcuda <shmem> device of libvirt domains tagged with <ivcuda:gpu>.",
-        subcommands = {ProvisionerMain.Daemon.class, ProvisionerMain.Status.class,
-                ProvisionerMain.Reconcile.class, ProvisionerMain.Provision.class})
+/**
+ * {@code ivshmem-provisioner [--config FILE] [--connect URI] daemon|status|check|reconcile|provision|uninstall}.
+ * Every command prints what it did once, on stdout (problems on stderr), and exits with a status that
+ * says what happened (the exit status list of the usage help).
+ */
+@Command(name = "ivshmem-provisioner", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
+        usageHelpAutoWidth = true,
+        header = "Adds, updates and removes the ivcuda <shmem> device of libvirt domains tagged with <ivcuda:gpu>.",
+        description = {
+            "The daemon (ivcuda-provisioner.service, or /etc/init.d/ivcuda-provisioner on hosts without systemd) follows "
+                + "libvirt's events and keeps every domain's device in line with its element; the other commands are the "
+                + "admin's: what runs (status), whether an element is right before it is set (check), and a reconcile by "
+                + "hand where no daemon runs."},
+        subcommands = {ProvisionerMain.Daemon.class, ProvisionerMain.Status.class, ProvisionerMain.Check.class,
+                ProvisionerMain.Reconcile.class, ProvisionerMain.Provision.class, ProvisionerMain.Uninstall.class},
+        exitCodeListHeading = "%nExit status:%n",
+        exitCodeList = {
+            "0: done; every domain shown is in order",
+            "1: a domain has a problem (invalid element, refused quota, another domain's device, no such domain)",
+            "2: wrong arguments, or an unreadable or invalid host configuration",
+            "3: libvirt could not be reached or refused"},
+        footerHeading = "%nFiles:%n",
+        footer = {"/etc/ivcuda/ivcuda.properties (IVCUDA_CONFIG), /etc/ivcuda/log4j2-provisioner.xml, /run/ivcuda",
+            "", "See also: 50-ivcuda(8), ivcuda-server(8), /usr/share/doc/ivcuda/operations.md"})
 public final class ProvisionerMain {
     static final String LOGGING_RESOURCE = "log4j2-provisioner.xml";
     static final Path LOGGING_OVERRIDE = Path.of("/etc/ivcuda/log4j2-provisioner.xml");
+    static final int EXIT_PROBLEM = 1;
+    static final int EXIT_CONFIG = 2;
+    static final int EXIT_LIBVIRT = 3;
 
     @Option(names = "--config", paramLabel = "FILE", description = "host configuration (default: $IVCUDA_CONFIG or /etc/ivcuda/ivcuda.properties)")
     Path config;
@@ -44,12 +72,14 @@ public final class ProvisionerMain {
 
     /**
      * libvirt's C library prints every error to stderr by default; ours arrive as exceptions and are
-     * logged once, with context. Held in a field: the native side keeps only a pointer to it.
+     * said once, with context. Held in a field: the native side keeps only a pointer to it.
      */
     private static final org.libvirt.ErrorCallback QUIET_LIBVIRT_ERRORS = new org.libvirt.ErrorCallback();
 
     public static void main(String[] args) throws LibvirtException {
-        configureLogging();
+        // The one-shot commands print what they did; the log only keeps a record where syslog listens.
+        // The daemon chooses again before its first log line (Daemon#call).
+        (LogTarget.syslogListening() ? LogTarget.SYSLOG : LogTarget.NONE).select(null, LOGGING_RESOURCE, LOGGING_OVERRIDE);
         Connect.setErrorCallback(QUIET_LIBVIRT_ERRORS);
         System.exit(commandLine().execute(args));
     }
@@ -58,7 +88,10 @@ public final class ProvisionerMain {
         CommandLine cl = new CommandLine(new ProvisionerMain());
         cl.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
             commandLine.getErr().println("ivshmem-provisioner: " + message(e));
-            return e instanceof IvcudaConfigException ? 2 : 1;
+            if (e instanceof IvcudaConfigException) {
+                return EXIT_CONFIG;
+            }
+            return e instanceof LibvirtException ? EXIT_LIBVIRT : EXIT_PROBLEM;
         });
         return cl;
     }
@@ -70,71 +103,168 @@ public final class ProvisionerMain {
         return e.getMessage();
     }
 
-    /** The logging configuration ships once, in templates/: copied into the jar, overridable in /etc/ivcuda. */
-    static void configureLogging() {
-        if (System.getProperty("log4j2.configurationFile") == null) {
-            System.setProperty("log4j2.configurationFile",
-                    Files.isReadable(LOGGING_OVERRIDE) ? LOGGING_OVERRIDE.toString() : LOGGING_RESOURCE);
-        }
-    }
-
-    @Command(name = "daemon", description = "Reconcile all domains, then follow DEFINED and METADATA_CHANGE events until stopped.")
+    @Command(name = "daemon", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
+            header = "the service: keep every domain's device in line with its element",
+            description = {"Reconcile all domains, then follow DEFINED and METADATA_CHANGE events until SIGTERM.",
+                "Logs to stderr under systemd (the journal), to --log FILE when given, else to syslog where /dev/log "
+                    + "exists, else to stderr."})
     static final class Daemon implements Callable<Integer> {
         @ParentCommand
         ProvisionerMain main;
 
+        @Option(names = "--pidfile", paramLabel = "FILE", description = "write the daemon's pid here; refuse to start while "
+                + "the pid in it runs (the init script's /run/ivcuda/provisioner.pid)")
+        Path pidfile;
+
+        @Option(names = "--log", paramLabel = "FILE", description = "append the log to FILE instead (the init script's "
+                + "/var/log/ivcuda/provisioner.log)")
+        Path log;
+
         @Override
         public Integer call() throws Exception {
+            System.clearProperty(LogTarget.PROPERTY);
+            LogTarget target = log != null ? LogTarget.FILE
+                    : LogTarget.stderrIsJournal() ? LogTarget.STDERR
+                    : LogTarget.syslogListening() ? LogTarget.SYSLOG : LogTarget.STDERR;
+            target.select(log, LOGGING_RESOURCE, LOGGING_OVERRIDE);
             HostConfig host = main.host();
+            Pidfile lock = pidfile == null ? null : Pidfile.claim(pidfile);
             ProvisionerDaemon daemon = new ProvisionerDaemon(host, main.uri(host));
-            Runtime.getRuntime().addShutdownHook(new Thread(daemon::close, "shutdown"));
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                daemon.close();
+                if (lock != null) {
+                    lock.release();
+                }
+            }, "shutdown"));
             daemon.start();
             daemon.awaitClose();
             return 0;
         }
     }
 
-    @Command(name = "status", description = "Show every domain's ivcuda state and, for a domain that is not provisioned "
-            + "or carries another domain's device, why.")
+    @Command(name = "status", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
+            header = "what runs: tagged domains, their servers, what they hold",
+            description = {"What runs: for every domain that is tagged or carries an ivcuda device, its state, whether it "
+                + "is provisioned, its cuda-server (state in the region's header, pid, mode, region, uptime), the guest "
+                + "processes and channels it serves, the GPU memory they hold against the quota, and the last error. "
+                + "Before that, whether the hook is installed and seen by libvirtd and whether the daemon runs.",
+                "The server's figures come from its status file, which it writes when status sends it SIGUSR1 (run as "
+                    + "root). Exit 1 when a domain has a problem."})
     static final class Status implements Callable<Integer> {
         @ParentCommand
         ProvisionerMain main;
+
+        @Option(names = "--json", description = "print one JSON document instead of the table")
+        boolean json;
+
+        @Option(names = "--all", description = "also list domains without anything of ivcuda")
+        boolean all;
 
         @Override
         public Integer call() throws Exception {
             HostConfig host = main.host();
             try (Session session = new Session(main.uri(host))) {
-                List<Outcome> outcomes = new Reconciler(session.connection, host).preview();
+                StatusReport.Report report = new StatusReport(session.connection, host).gather(all);
                 PrintWriter out = main.spec.commandLine().getOut();
-                int problems = 0;
-                for (Outcome o : outcomes) {
-                    String state = switch (o.action()) {
-                        case UNTAGGED -> "untagged";
-                        case UNCHANGED -> "provisioned";
-                        case ADDED -> "pending: reconcile would add";
-                        case UPDATED -> "pending: reconcile would update";
-                        case REMOVED -> "pending: reconcile would remove the device";
-                        case REFUSED -> "REFUSED";
-                        case INVALID -> "INVALID";
-                        case SKIPPED -> "skipped";
-                    };
-                    String detail = o.detail();
-                    if (!o.foreign().isEmpty()) {
-                        // Whatever else is pending: this one is an isolation problem, so it leads.
-                        state = "FOREIGN DEVICE";
-                        detail = "carries " + Outcome.describeForeign(o.foreign()) + "; reconcile removes it, the hook refuses "
-                                + "to start the domain with it" + (detail.isEmpty() ? "" : "; " + detail);
-                    }
-                    problems += o.isProblem() ? 1 : 0;
-                    out.printf("%-24s %-44s %s%n", o.domain(), state, detail);
+                if (json) {
+                    out.println(new GsonBuilder().setPrettyPrinting().serializeNulls().disableHtmlEscaping().create().toJson(report));
+                } else {
+                    StatusTable.print(report, out);
                 }
                 out.flush();
-                return problems == 0 ? 0 : 1;
+                return report.domains().stream().anyMatch(StatusReport.DomainStatus::problem) ? EXIT_PROBLEM : 0;
             }
         }
     }
 
-    @Command(name = "reconcile", description = "Reconcile every domain once (for hosts that do not run the daemon).")
+    @Command(name = "check", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
+            header = "check an element or a domain before it counts",
+            description = {"Check a domain's element before it counts: a FILE with a domain's XML or with the element alone "
+                + "(<ivcuda:gpu xmlns:ivcuda=\"https://ivcuda.dev/xmlns/domain/1\" …/>), or the persistent definition of "
+                + "DOMAIN. Says what the domain would get, or what is wrong: attributes, the GPU against the host "
+                + "configuration, the size against shm.dir, the quota against the GPU's capacity and the other domains "
+                + "(without libvirt: all but the quota). Changes nothing. Exit 0 valid, 1 not."})
+    static final class Check implements Callable<Integer> {
+        @ParentCommand
+        ProvisionerMain main;
+
+        @Parameters(paramLabel = "DOMAIN|FILE")
+        String target;
+
+        @Override
+        public Integer call() throws Exception {
+            HostConfig host = main.host();
+            PrintWriter out = main.spec.commandLine().getOut();
+            PrintWriter err = main.spec.commandLine().getErr();
+            Path file = Path.of(target);
+            DomainXml xml;
+            Outcome outcome;
+            if (Files.isRegularFile(file)) {
+                xml = fromFile(file);
+                Session session = null;
+                try {
+                    session = new Session(main.uri(host));
+                    outcome = new Reconciler(session.connection, host).check(xml);
+                } catch (LibvirtException e) {
+                    outcome = Reconciler.checkWithoutLibvirt(xml, host);
+                    err.println("ivshmem-provisioner: libvirt not reachable (" + message(e) + "): the quota is not checked "
+                            + "against the other domains");
+                } finally {
+                    if (session != null) {
+                        session.close();
+                    }
+                }
+            } else {
+                try (Session session = new Session(main.uri(host))) {
+                    org.libvirt.Domain domain;
+                    try {
+                        domain = session.connection.domainLookupByName(target);
+                    } catch (LibvirtException e) {
+                        err.println(target + ": no such file, and no domain of this name at " + main.uri(host));
+                        return EXIT_PROBLEM;
+                    }
+                    try {
+                        xml = DomainXml.parse(domain.getXMLDesc(org.libvirt.Domain.XMLFlags.INACTIVE));
+                    } finally {
+                        domain.free();
+                    }
+                    outcome = new Reconciler(session.connection, host).check(xml);
+                }
+            }
+            return switch (outcome.action()) {
+                case UNTAGGED -> {
+                    err.println(outcome.domain() + ": no <ivcuda:gpu> element (in namespace https://ivcuda.dev/xmlns/domain/1): "
+                            + "no GPU sharing");
+                    yield EXIT_PROBLEM;
+                }
+                case UNCHANGED, ADDED, UPDATED -> {
+                    out.println(outcome.domain() + ": valid — " + outcome.detail());
+                    yield 0;
+                }
+                default -> {
+                    err.println(outcome.domain() + ": " + outcome.action().name() + " — " + outcome.detail());
+                    yield EXIT_PROBLEM;
+                }
+            };
+        }
+
+        /** A domain's XML, or the element alone (wrapped into a domain named after the file). */
+        private static DomainXml fromFile(Path file) throws IOException, IvcudaConfigException {
+            String text = Files.readString(file, StandardCharsets.UTF_8).strip();
+            if (text.startsWith("<?xml")) {
+                text = text.substring(text.indexOf("?>") + 2).strip();
+            }
+            if (text.startsWith("<domain")) {
+                return DomainXml.parse(text);
+            }
+            return DomainXml.parse("<domain><name>" + file.getFileName().toString().replaceAll("[<>&'\"]", "_")
+                    + "</name><uuid>00000000-0000-0000-0000-000000000000</uuid><metadata>" + text + "</metadata></domain>");
+        }
+    }
+
+    @Command(name = "reconcile", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
+            header = "reconcile every domain once",
+            description = "Reconcile every domain once (for hosts that do not run the daemon). Exit 1 when a domain has a problem.")
     static final class Reconcile implements Callable<Integer> {
         @ParentCommand
         ProvisionerMain main;
@@ -143,13 +273,14 @@ public final class ProvisionerMain {
         public Integer call() throws Exception {
             HostConfig host = main.host();
             try (Session session = new Session(main.uri(host))) {
-                List<Outcome> outcomes = new Reconciler(session.connection, host).reconcileAll();
-                return report(main, outcomes);
+                return report(main, new Reconciler(session.connection, host).reconcileAll());
             }
         }
     }
 
-    @Command(name = "provision", description = "Reconcile one domain now.")
+    @Command(name = "provision", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
+            header = "reconcile one domain now",
+            description = "Reconcile one domain now. Exit 1 when it has a problem or does not exist.")
     static final class Provision implements Callable<Integer> {
         @ParentCommand
         ProvisionerMain main;
@@ -166,6 +297,25 @@ public final class ProvisionerMain {
         }
     }
 
+    @Command(name = "uninstall", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
+            header = "take every ivcuda device out of the domain definitions",
+            description = {"Take every ivcuda device and [ivcuda] description line out of every domain definition (run by "
+                + "the package's removal, after the daemon stopped). The <ivcuda:gpu> elements stay: a reinstalled daemon "
+                + "gives the devices back. A running domain keeps its device until it stops."})
+    static final class Uninstall implements Callable<Integer> {
+        @ParentCommand
+        ProvisionerMain main;
+
+        @Override
+        public Integer call() throws Exception {
+            HostConfig host = main.host();
+            try (Session session = new Session(main.uri(host))) {
+                return report(main, new Reconciler(session.connection, host).removeAll());
+            }
+        }
+    }
+
+    /** Each outcome once: problems on stderr, changes on stdout, untouched domains not at all. */
     private static int report(ProvisionerMain main, List<Outcome> outcomes) {
         PrintWriter out = main.spec.commandLine().getOut();
         PrintWriter err = main.spec.commandLine().getErr();
@@ -180,7 +330,7 @@ public final class ProvisionerMain {
         }
         out.flush();
         err.flush();
-        return problems == 0 ? 0 : 1;
+        return problems == 0 ? 0 : EXIT_PROBLEM;
     }
 
     /** A plain (event-less) connection for the one-shot commands. */

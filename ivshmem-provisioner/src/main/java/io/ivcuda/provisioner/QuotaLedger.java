@@ -12,7 +12,7 @@ import java.util.OptionalLong;
  * only if its quota fits in what its GPU's configured capacity leaves; GPUs without a configured
  * capacity take any quota.
  */
-final class QuotaLedger {
+class QuotaLedger {
     private final HostConfig host;
     private final Map<Integer, Long> reserved = new HashMap<>();
 

@@ -7,6 +7,7 @@ import io.ivcuda.common.GpuElement;
 import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.InstancePaths;
 import io.ivcuda.common.IvcudaConfigException;
+import io.ivcuda.common.ShmSpace;
 import io.ivcuda.common.ShmemDevice;
 import io.ivcuda.common.VmSettings;
 import io.ivcuda.provisioner.Outcome.Action;
@@ -60,7 +61,12 @@ public final class Reconciler {
     public Outcome reconcile(String domainName) throws LibvirtException {
         List<Outcome> outcomes = run(domainName, false);
         if (outcomes.isEmpty()) {
-            return new Outcome(domainName, Action.SKIPPED, "no persistent domain with this name");
+            try {
+                connection.domainLookupByName(domainName).free();
+            } catch (LibvirtException e) {
+                return new Outcome(domainName, Action.NOT_FOUND, "no domain of this name at " + connection.getURI());
+            }
+            return new Outcome(domainName, Action.SKIPPED, "a transient domain: no persistent definition to change");
         }
         return outcomes.get(0);
     }
@@ -98,8 +104,7 @@ public final class Reconciler {
                     throw e;
                 }
                 // Undefined meanwhile, or libvirt refused this one: the other domains still get their turn.
-                LOG.error("domain '{}': reconciling failed: {}", s.name, e.getMessage());
-                continue;
+                outcome = new Outcome(s.name, Action.FAILED, "libvirt: " + (e.getError() != null ? e.getError().getMessage() : e.getMessage()));
             }
             outcomes.add(outcome);
             if (!dryRun) {
@@ -107,6 +112,42 @@ public final class Reconciler {
             }
         }
         return outcomes;
+    }
+
+    /**
+     * What reconciling {@code xml} would do, with every other persistent domain keeping what it holds
+     * (for {@code check}, before the domain is defined or its element set). Changes nothing.
+     */
+    public Outcome check(DomainXml xml) throws LibvirtException {
+        QuotaLedger ledger = new QuotaLedger(host);
+        for (Snapshot s : snapshotAll()) {
+            if (s.xml != null && !s.xml.uuid().equals(xml.uuid())) {
+                VmSettings held = heldSettings(s);
+                if (held != null) {
+                    ledger.reserve(held);
+                }
+            }
+        }
+        return checkAgainst(xml, ledger);
+    }
+
+    /** {@link #check} without libvirt: the element and the host configuration only, no quota placement. */
+    public static Outcome checkWithoutLibvirt(DomainXml xml, HostConfig host) {
+        return new Reconciler(null, host).checkAgainst(xml, new QuotaLedger(host) {
+            @Override
+            String refusal(VmSettings settings) {
+                return null;
+            }
+        });
+    }
+
+    private Outcome checkAgainst(DomainXml xml, QuotaLedger ledger) {
+        Decision decision = decide(new Snapshot(xml.name(), xml, null, null), ledger);
+        String detail = decision.detail;
+        if (decision.note != null && !decision.action.isProblem()) {
+            detail += "; its description would say: " + DescriptionNote.MARKER + decision.note;
+        }
+        return new Outcome(xml.name(), decision.action, detail);
     }
 
     /** The settings a domain holds GPU memory with: tagged, valid and currently carrying our device. */
@@ -149,10 +190,17 @@ public final class Reconciler {
         } catch (IvcudaConfigException e) {
             return invalid(e);
         }
+        String tooLarge = ShmSpace.neverFits(host.shmDir(), settings.regionSize());
+        if (tooLarge != null) {
+            return new Decision(Action.INVALID, "domain '" + s.name + "': " + tooLarge + "; the domain was left as it was",
+                    DeviceChange.KEEP, null, DescriptionNote.error(tooLarge));
+        }
         String refusal = ledger.refusal(settings);
         if (refusal != null) {
-            return new Decision(Action.REFUSED, refusal + "; the domain was not provisioned", DeviceChange.KEEP, null,
-                    DescriptionNote.error(refusal));
+            // A domain provisioned before (another capacity, other quotas) keeps its device: say so, not "not provisioned".
+            String kept = current == null ? "; the domain was not provisioned"
+                    : "; it keeps its device " + current.describe() + " from before, over the GPU's capacity";
+            return new Decision(Action.REFUSED, refusal + kept, DeviceChange.KEEP, null, DescriptionNote.error(refusal));
         }
         ledger.reserve(settings);
         ShmemDevice wanted = ShmemDevice.desired(InstancePaths.of(xml.uuid(), host), settings);
@@ -215,6 +263,56 @@ public final class Reconciler {
             }
         }
         return new Outcome(s.name, decision.action, decision.detail, foreign);
+    }
+
+    /**
+     * Package removal: takes every ivcuda device and our description line out of every persistent
+     * definition, and the line out of running domains' live definitions (their device stays until they
+     * stop: QEMU has it). The elements stay, so a reinstalled provisioner gives the devices back.
+     * Returns one outcome per domain it changed.
+     */
+    public List<Outcome> removeAll() throws LibvirtException {
+        List<Outcome> outcomes = new ArrayList<>();
+        for (Snapshot s : snapshotAll()) {
+            if (s.xml == null) {
+                continue;
+            }
+            DomainXml xml = s.xml;
+            List<String> removed = new ArrayList<>(xml.removeForeignShmems());
+            ShmemDevice own = xml.currentShmem();
+            if (own != null) {
+                xml.removeShmem();
+                removed.add(InstancePaths.shmemName(xml.uuid()));
+            }
+            String description = DescriptionNote.apply(xml.description(), null);
+            boolean noteGone = !Objects.equals(description, xml.description());
+            try {
+                if (!removed.isEmpty()) {
+                    xml.setDescription(description);
+                    define(xml);
+                } else if (noteGone) {
+                    setDescription(s.name, description, Domain.ModificationImpact.CONFIG);
+                }
+                if (s.live != null) {
+                    String live = DescriptionNote.apply(s.live.description(), null);
+                    if (!Objects.equals(live, s.live.description())) {
+                        setDescription(s.name, live, Domain.ModificationImpact.LIVE);
+                    }
+                }
+            } catch (LibvirtException e) {
+                outcomes.add(new Outcome(s.name, Action.FAILED, "libvirt: " + (e.getError() != null ? e.getError().getMessage() : e.getMessage())));
+                continue;
+            }
+            if (!removed.isEmpty() || noteGone) {
+                String what = removed.isEmpty() ? "its [ivcuda] description line" : "device " + String.join(", ", removed)
+                        + " and the [ivcuda] description line";
+                Outcome outcome = new Outcome(s.name, Action.REMOVED, "removed " + what + " (the element stays"
+                        + (s.live != null && own != null ? "; the running domain keeps its device until it stops" : "") + ")");
+                LOG.info("{}", outcome);
+                outcomes.add(outcome);
+            }
+        }
+        return outcomes;
     }
 
     /** Who an ivcuda device name belongs to, for messages: {@code domain 'NAME'}, or what is known. */

@@ -57,9 +57,10 @@ class ProvisionerCliTest {
 
         int status = run(concat(common, "status"));
         assertEquals(1, status, out + "\n" + err);
-        assertTrue(out.toString().contains("big") && out.toString().contains("REFUSED")
-                && out.toString().contains("does not fit on GPU 0"), out.toString());
-        assertTrue(out.toString().matches("(?s).*small\\s+pending: reconcile would add.*"), out.toString());
+        assertTrue(out.toString().contains("DOMAIN  ") && out.toString().contains("LAST ERROR"), "headers: " + out);
+        assertTrue(line("big").contains("REFUSED") && line("big").contains("does not fit on GPU 0")
+                && line("big").contains("not provisioned"), out.toString());
+        assertTrue(line("small").matches("small\\s+shut off\\s+pending: add\\s.*"), out.toString());
 
         assertEquals(1, run(concat(common, "provision", "big")), "a refused domain fails the command");
         assertTrue(err.toString().contains("big: refused"), err.toString());
@@ -81,13 +82,86 @@ class ProvisionerCliTest {
         String[] common = {"--config", config.toString(), "--connect", "test:///default"};
 
         assertEquals(1, run(concat(common, "status")), out + "\n" + err);
-        assertTrue(out.toString().matches("(?s).*clone\\s+FOREIGN DEVICE\\s+carries another domain's ivcuda device ivcuda-"
-                + originalUuid + " \\(the device of domain 'original'\\).*"), out.toString());
+        assertTrue(line("clone").contains("FOREIGN DEVICE") && line("clone").contains("carries another domain's ivcuda device ivcuda-"
+                + originalUuid + " (the device of domain 'original')"), out.toString());
         assertEquals(0, run(concat(common, "reconcile")), err.toString());
         assertTrue(out.toString().contains("clone: untagged; removed another domain's ivcuda device ivcuda-" + originalUuid), out.toString());
         out.getBuffer().setLength(0);
         assertEquals(0, run(concat(common, "status")), out.toString());
-        assertTrue(out.toString().matches("(?s).*clone\\s+untagged.*"), out.toString());
+        assertTrue(out.toString().contains("no domain is tagged"), out.toString());
+        out.getBuffer().setLength(0);
+        assertEquals(0, run(concat(common, "status", "--all")), out.toString());
+        assertTrue(line("clone").matches("clone\\s+shut off\\s+untagged\\s.*"), out.toString());
+    }
+
+    @Test
+    void statusJsonDescribesEveryTaggedDomain() throws Exception {
+        Path config = dir.resolve("ivcuda.properties");
+        Files.writeString(config, "");
+        Connect c = new Connect("test:///default");
+        held = c;
+        c.domainDefineXML(ReconcilerTest.domainXml("tagged", "00000000-0000-0000-0000-0000000000a1", ReconcilerTest.gpu("size='64M'"))).free();
+        String[] common = {"--config", config.toString(), "--connect", "test:///default"};
+        assertEquals(0, run(concat(common, "provision", "tagged")), err.toString());
+        out.getBuffer().setLength(0);
+        assertEquals(0, run(concat(common, "status", "--json")), err.toString());
+        var report = com.google.gson.JsonParser.parseString(out.toString()).getAsJsonObject();
+        assertTrue(report.getAsJsonObject("host").has("hook"), out.toString());
+        var domains = report.getAsJsonArray("domains");
+        assertEquals(1, domains.size(), out.toString());
+        var tagged = domains.get(0).getAsJsonObject();
+        assertEquals("tagged", tagged.get("name").getAsString());
+        assertEquals("00000000-0000-0000-0000-0000000000a1", tagged.get("uuid").getAsString());
+        assertEquals("shut off", tagged.get("state").getAsString());
+        assertEquals("provisioned", tagged.get("provisioning").getAsString());
+        assertTrue(tagged.get("server").isJsonNull(), "a domain that does not run has no server");
+    }
+
+    @Test
+    void provisionOfAnUnknownDomainFails() {
+        assertEquals(1, run("--connect", "test:///default", "provision", "nosuch"));
+        assertTrue(err.toString().contains("nosuch: not_found — no domain of this name at test:///default"), err.toString());
+        assertEquals("", out.toString(), "said once, on stderr");
+    }
+
+    @Test
+    void everyCommandHasHelpAndVersion() {
+        for (String command : new String[] {"daemon", "status", "check", "reconcile", "provision", "uninstall"}) {
+            out.getBuffer().setLength(0);
+            assertEquals(0, run(command, "--help"), command + ": " + err);
+            assertTrue(out.toString().contains("Usage: ivshmem-provisioner " + command + " "), out.toString());
+            out.getBuffer().setLength(0);
+            assertEquals(0, run(command, "--version"), command);
+            assertTrue(out.toString().startsWith("ivshmem-provisioner (ivcuda) "), out.toString());
+        }
+        assertEquals(2, run("nosuchcommand"));
+    }
+
+    @Test
+    void checkSaysWhatAnElementWouldGetOrWhatIsWrong() throws Exception {
+        Path config = dir.resolve("ivcuda.properties");
+        Files.writeString(config, "");
+        Path good = dir.resolve("good.xml");
+        Files.writeString(good, "<ivcuda:gpu xmlns:ivcuda='https://ivcuda.dev/xmlns/domain/1' size='64M' mode='doorbell'/>");
+        Path bad = dir.resolve("bad.xml");
+        Files.writeString(bad, "<ivcuda:gpu xmlns:ivcuda='https://ivcuda.dev/xmlns/domain/1' size='1T'/>");
+        String[] common = {"--config", config.toString(), "--connect", "test:///default"};
+        assertEquals(0, run(concat(common, "check", good.toString())), err.toString());
+        assertTrue(out.toString().contains("good.xml: valid") && out.toString().contains("[ivcuda] GPU 0 shared, 64 MiB region, doorbell mode"),
+                out.toString());
+        assertEquals(1, run(concat(common, "check", bad.toString())));
+        assertTrue(err.toString().contains("bad.xml: INVALID") && err.toString().contains("region size 1T is larger than 64 GiB"), err.toString());
+        assertEquals(1, run(concat(common, "check", "nosuchdomain")));
+        assertTrue(err.toString().contains("nosuchdomain: no such file, and no domain of this name"), err.toString());
+    }
+
+    private String line(String domain) {
+        for (String l : out.toString().split("\n")) {
+            if (l.startsWith(domain + " ")) {
+                return l;
+            }
+        }
+        return "(no line for " + domain + " in:\n" + out + ")";
     }
 
     @Test

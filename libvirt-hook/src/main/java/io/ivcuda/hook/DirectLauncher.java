@@ -2,6 +2,7 @@ package io.ivcuda.hook;
 
 import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.InstancePaths;
+import io.ivcuda.common.ServerProcesses;
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -20,6 +21,9 @@ import org.apache.logging.log4j.Logger;
  */
 final class DirectLauncher implements ServerLauncher {
     private static final Logger LOG = LogManager.getLogger(DirectLauncher.class);
+
+    /** Starts the line the launcher writes into the log before each start. */
+    static final String START_MARK = "--- ";
 
     private final HostConfig host;
 
@@ -48,7 +52,7 @@ final class DirectLauncher implements ServerLauncher {
         command.addAll(serverArguments(paths));
         try {
             Files.createDirectories(paths.serverLog().getParent());
-            Files.writeString(paths.serverLog(), "--- " + java.time.Instant.now() + " starting: " + String.join(" ", command) + "\n",
+            Files.writeString(paths.serverLog(), START_MARK + java.time.Instant.now() + " starting: " + String.join(" ", command) + "\n",
                     StandardCharsets.UTF_8, java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
             ProcessBuilder builder = new ProcessBuilder(command)
                     .redirectInput(new File("/dev/null"))
@@ -92,11 +96,19 @@ final class DirectLauncher implements ServerLauncher {
         }
     }
 
+    /** The last lines of the server's log since its latest start: earlier starts of the domain are no news. */
     @Override
     public String logTail(InstancePaths paths, int lines) {
         try {
             List<String> all = Files.readAllLines(paths.serverLog(), StandardCharsets.UTF_8);
-            return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
+            int since = 0;
+            for (int i = all.size() - 1; i >= 0; i--) {
+                if (all.get(i).startsWith(START_MARK)) {
+                    since = i + 1;
+                    break;
+                }
+            }
+            return String.join("\n", all.subList(Math.max(since, all.size() - lines), all.size()));
         } catch (IOException | RuntimeException e) {
             return "(no server log at " + paths.serverLog() + ")";
         }

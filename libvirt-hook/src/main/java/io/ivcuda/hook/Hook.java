@@ -6,8 +6,11 @@ import io.ivcuda.common.DomainXml;
 import io.ivcuda.common.GpuElement;
 import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.InstancePaths;
+import io.ivcuda.common.ServerProcesses;
 import io.ivcuda.common.IvcudaConfigException;
 import io.ivcuda.common.Mode;
+import io.ivcuda.common.RegionHeader;
+import io.ivcuda.common.ShmSpace;
 import io.ivcuda.common.ShmemDevice;
 import io.ivcuda.common.VmSettings;
 import java.io.IOException;
@@ -16,6 +19,7 @@ import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 import java.util.Properties;
@@ -35,6 +39,13 @@ import org.apache.logging.log4j.Logger;
 final class Hook {
     private static final Logger LOG = LogManager.getLogger(Hook.class);
     static final int LOG_TAIL_LINES = 20;
+    /** How the cuda-server starts the one line that says why it refuses to run (Main, before any log line). */
+    static final String SERVER_SAYS = "ivcuda-server: ";
+    /** The runtime directory's mode, as packaging/files/ivcuda.tmpfiles.in and the postinst make it. */
+    static final String RUNTIME_DIR_MODE = "rwxr-x---";
+    /** How to see whether the provisioner daemon runs, on this host's kind of init. */
+    static final String PROVISIONER_STATUS = java.nio.file.Files.isDirectory(HookMain.SYSTEMD_RUNNING)
+            ? "systemctl status ivcuda-provisioner" : "service ivcuda-provisioner status";
 
     private final HostConfig host;
     private final ServerLauncher launcher;
@@ -106,9 +117,71 @@ final class Hook {
             return mustSucceed ? 0 : 1;
         } catch (RuntimeException e) {
             LOG.error("{} {}: unexpected failure", args[0], operation, e);
-            tell("unexpected failure in the hook: " + e, args[0] + " " + operation + "; see " + host.logDir().resolve("hook.log"));
+            tell("unexpected failure in the hook: " + e, args[0] + " " + operation + "; see the hook's log ("
+                    + HookMain.logLocation(host) + ")");
             return mustSucceed ? 0 : 1;
         }
+    }
+
+    /**
+     * Stops every cuda-server of this host (package removal): each one the runtime directory has an instance
+     * configuration for, and any other process started with a configuration from there; removes what
+     * belonged to each (region, socket, configuration, pidfile, status file) and every region file of ours
+     * left in {@code shm.dir}. A stopped server marks its region STOPPED first, so the guest library tells
+     * its CUDA calls the device is gone; QEMU keeps running on its mapping of the (now unlinked) region.
+     * Says on {@code out} what it did, one line per domain. 0 when nothing of ours runs any more, else 1.
+     */
+    int stopAll(PrintStream out) {
+        int failed = 0;
+        java.util.Set<String> uuids = new java.util.TreeSet<>();
+        for (Path config : listed(host.runtimeDir(), "*.properties")) {
+            String uuid = config.getFileName().toString().replaceFirst("\\.properties$", "");
+            if (DomainXml.isUuid(uuid)) {
+                uuids.add(uuid);
+            }
+        }
+        for (Path region : listed(host.shmDir(), InstancePaths.SHMEM_PREFIX + "*")) {
+            String uuid = region.getFileName().toString().substring(InstancePaths.SHMEM_PREFIX.length());
+            if (DomainXml.isUuid(uuid)) {
+                uuids.add(uuid);
+            }
+        }
+        for (String uuid : uuids) {
+            InstancePaths paths = InstancePaths.of(uuid, host);
+            String who = domainNames.describe(uuid);
+            boolean running = launcher.isRunning(paths);
+            cleanUp(paths);
+            if (launcher.isRunning(paths)) {
+                out.println("ivcuda: could not stop the cuda-server of " + who + " (" + launcher.logLocation(paths) + ")");
+                failed++;
+            } else if (running) {
+                LOG.info("{}: cuda-server stopped (--stop-all)", who);
+                out.println("ivcuda: stopped the cuda-server of " + who + ": the domain keeps running, but CUDA in its guest "
+                        + "fails from now on (the device is gone); shut it down and start it again once ivcuda is back");
+            } else {
+                out.println("ivcuda: removed what was left of " + who + " (no cuda-server was running)");
+            }
+        }
+        // a server whose instance configuration is gone still names it on its command line
+        List<Long> strays = ServerProcesses.findWithPrefix(host.runtimeDir().toString() + "/");
+        if (!strays.isEmpty()) {
+            ServerProcesses.terminate(strays, host.serverStopTimeoutMs());
+            out.println("ivcuda: stopped cuda-server processes without a domain: " + strays);
+        }
+        return failed == 0 ? 0 : 1;
+    }
+
+    private static List<Path> listed(Path dir, String glob) {
+        List<Path> result = new java.util.ArrayList<>();
+        if (!Files.isDirectory(dir)) {
+            return result;
+        }
+        try (var entries = Files.newDirectoryStream(dir, glob)) {
+            entries.forEach(result::add);
+        } catch (IOException e) {
+            LOG.warn("cannot list {}: {}", dir, e.getMessage());
+        }
+        return result;
     }
 
     /**
@@ -171,10 +244,11 @@ final class Hook {
             // The provisioner writes why it did not provision a domain into its description (DescriptionNote).
             String provisionerSays = DescriptionNote.errorCause(domain.description());
             throw new HookException(provisionerSays != null ? provisionerSays
-                    : "the ivcuda device is missing (is ivshmem-provisioner running?)",
+                    : "domain '" + domain.name() + "' has no ivcuda device: run ivshmem-provisioner provision " + domain.name(),
                     "domain '" + domain.name() + "' has the <ivcuda:gpu> element but not its device <shmem name='"
-                    + paths.shmemName() + "'>. The ivshmem-provisioner adds it when the domain is defined: is it running "
-                    + "(systemctl status ivcuda-provisioner)? To add it now: ivshmem-provisioner provision " + domain.name()
+                    + paths.shmemName() + "'>, so it would start without its GPU. The ivshmem-provisioner adds the device "
+                    + "when the domain is defined or its element changes: is it running (" + PROVISIONER_STATUS + ")? "
+                    + "To add it now: ivshmem-provisioner provision " + domain.name()
                     + " (or: ivshmem-provisioner status, to see why it was not added)");
         }
         if (!wanted.equals(present)) {
@@ -182,6 +256,13 @@ final class Hook {
                     "domain '" + domain.name() + "': its device " + present.describe()
                     + " does not match the element, which asks for " + wanted.describe()
                     + ". Run: ivshmem-provisioner provision " + domain.name());
+        }
+        String space = ShmSpace.doesNotFitNow(host.shmDir(), settings.regionSize());
+        if (space != null) {
+            throw new HookException(space, "domain '" + domain.name() + "': its region would not find the memory it needs "
+                    + "once the server and the guest use it. Free memory in " + host.shmDir() + " (other VMs' regions live "
+                    + "there too), make it larger (mount -o remount,size=… " + host.shmDir() + "), or give the domain a "
+                    + "smaller size attribute.");
         }
         if (launcher.isRunning(paths)) {
             // Left over from a start that never reached release: it holds a region QEMU is about to replace.
@@ -202,7 +283,7 @@ final class Hook {
         }
         long deadline = System.nanoTime() + host.serverReadyTimeoutMs() * 1_000_000;
         while (true) {
-            RegionFile.Header header = RegionFile.read(paths.regionFile());
+            RegionHeader header = RegionHeader.read(paths.regionFile());
             // Doorbell: QEMU connects to the server's socket at once and fails without it.
             boolean socketReady = settings.mode() != Mode.DOORBELL || Files.exists(paths.doorbellSocket());
             if (header.isReady() && socketReady) {
@@ -224,12 +305,20 @@ final class Hook {
         }
     }
 
-    private HookException failedStart(DomainXml domain, InstancePaths paths, String what, RegionFile.Header header) {
-        String tail = launcher.logTail(paths, LOG_TAIL_LINES);
+    private HookException failedStart(DomainXml domain, InstancePaths paths, String what, RegionHeader header) {
+        String tail = launcher.logTail(paths, LOG_TAIL_LINES).strip();
         cleanUp(paths);
-        String summary = what + (header.serverMessage().isEmpty() ? "" : ": " + header.serverMessage());
-        return new HookException(summary, "domain '" + domain.name() + "': last lines of the cuda-server's log ("
-                + launcher.logLocation(paths) + "):\n" + tail.strip());
+        String happened = what + (header.serverMessage().isEmpty() ? "" : ": " + header.serverMessage());
+        // A server that refuses (configuration error, no usable GPU) says why in one line of its own: that leads.
+        String serverSays = null;
+        for (String line : tail.split("\n")) {
+            if (line.startsWith(SERVER_SAYS)) {
+                serverSays = line.substring(SERVER_SAYS.length()).strip();
+            }
+        }
+        String summary = serverSays != null ? serverSays : happened;
+        return new HookException(summary, "domain '" + domain.name() + "': " + happened + ". Its log since this start ("
+                + launcher.logLocation(paths) + "):\n" + tail);
     }
 
     private void release(DomainXml domain, InstancePaths paths) {
@@ -237,10 +326,11 @@ final class Hook {
         cleanUp(paths);
     }
 
-    /** Stops the server and removes region, socket, instance configuration and pidfile. Never throws. */
+    /** Stops the server and removes region, socket, instance configuration, pidfile and status file. Never throws. */
     private void cleanUp(InstancePaths paths) {
         launcher.stop(paths);
-        for (Path path : new Path[] {paths.regionFile(), paths.doorbellSocket(), paths.instanceConfig(), paths.pidfile()}) {
+        for (Path path : new Path[] {paths.regionFile(), paths.doorbellSocket(), paths.instanceConfig(), paths.pidfile(),
+                paths.statusFile()}) {
             try {
                 Files.deleteIfExists(path);
             } catch (IOException e) {
@@ -290,7 +380,7 @@ final class Hook {
         long deadline = System.nanoTime() + host.serverReadyTimeoutMs() * 1_000_000;
         while (System.nanoTime() < deadline) {
             // the old server's header still says READY: the new process must be there too
-            RegionFile.Header header = RegionFile.read(paths.regionFile());
+            RegionHeader header = RegionHeader.read(paths.regionFile());
             if (header.isReady() && launcher.isRunning(paths)) {
                 LOG.info("{}: cuda-server restarted and ready", domain.name());
                 return null;
@@ -304,14 +394,19 @@ final class Hook {
         return "restarting it failed: not ready within " + host.serverReadyTimeoutMs() + " ms (server.ready.timeout.ms)";
     }
 
+    /**
+     * The runtime directory as the packages make it (tmpfiles.d, postinst): mode 0750, owner the server
+     * user (pidfile, socket, status file), group QEMU's (it connects to the doorbell socket), others nothing.
+     */
     private void createRuntimeDir() throws HookException {
         Path dir = host.runtimeDir();
         try {
             Files.createDirectories(dir);
-            // Searchable by QEMU (doorbell socket), writable by the server (pidfile, socket).
-            Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
             var lookup = dir.getFileSystem().getUserPrincipalLookupService();
-            Files.setOwner(dir, RegionFile.lookupUser(lookup, host.serverUser()));
+            PosixFileAttributeView view = Files.getFileAttributeView(dir, PosixFileAttributeView.class);
+            view.setOwner(RegionFile.lookupUser(lookup, host.serverUser()));
+            view.setGroup(RegionFile.lookupGroup(lookup, host.qemuGroup()));
+            Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString(RUNTIME_DIR_MODE));
         } catch (IOException e) {
             throw new HookException("cannot prepare the runtime directory " + dir + " (runtime.dir): " + e.getMessage(), e);
         }

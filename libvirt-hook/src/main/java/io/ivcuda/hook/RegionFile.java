@@ -2,12 +2,8 @@ package io.ivcuda.hook;
 
 import java.io.IOException;
 import java.io.RandomAccessFile;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.GroupPrincipal;
 import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -18,22 +14,9 @@ import java.nio.file.attribute.UserPrincipalNotFoundException;
 /**
  * The VM's shared-memory file ({@code /dev/shm/ivcuda-U}). Created before QEMU starts with the exact
  * size (QEMU refuses a file of another size) and an owner QEMU can open: mode 0660, owner the server
- * user, group the QEMU group. Readiness is read from its header (docs/protocol.md §2).
+ * user, group the QEMU group. Readiness is read from its header ({@link io.ivcuda.common.RegionHeader}).
  */
 final class RegionFile {
-    static final long MAGIC = 0x3130414455435649L;
-    static final int OFFSET_MAGIC = 0x00;
-    static final int OFFSET_SERVER_STATE = 0x18;
-    static final int OFFSET_SERVER_MESSAGE = 0x100;
-    static final int STATE_READY = 1;
-
-    /** What the hook reads from a server's header: enough to know whether it is ready, or why not. */
-    record Header(long magic, int serverState, String serverMessage) {
-        boolean isReady() {
-            return magic == MAGIC && serverState == STATE_READY;
-        }
-    }
-
     private RegionFile() {
     }
 
@@ -72,29 +55,6 @@ final class RegionFile {
             return lookup.lookupPrincipalByGroupName(group);
         } catch (UserPrincipalNotFoundException e) {
             throw new HookException("host configuration: qemu.group='" + group + "': no such group");
-        }
-    }
-
-    /** Reads the header; a file that is missing or shorter than a header reads as not ready. */
-    static Header read(Path path) {
-        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
-            ByteBuffer buffer = ByteBuffer.allocate(OFFSET_SERVER_MESSAGE + 256).order(ByteOrder.LITTLE_ENDIAN);
-            while (buffer.hasRemaining() && channel.read(buffer) > 0) {
-                // fill
-            }
-            if (buffer.position() < OFFSET_SERVER_STATE + 4) {
-                return new Header(0, 0, "");
-            }
-            long magic = buffer.getLong(OFFSET_MAGIC);
-            int state = buffer.getInt(OFFSET_SERVER_STATE);
-            StringBuilder message = new StringBuilder();
-            for (int i = OFFSET_SERVER_MESSAGE; i < buffer.position() && buffer.get(i) != 0; i++) {
-                char c = (char) (buffer.get(i) & 0xff);
-                message.append(c >= 0x20 && c < 0x7f ? c : '?');
-            }
-            return new Header(magic, state, message.toString());
-        } catch (IOException e) {
-            return new Header(0, 0, "");
         }
     }
 }

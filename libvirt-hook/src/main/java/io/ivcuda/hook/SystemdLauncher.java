@@ -70,9 +70,17 @@ final class SystemdLauncher implements ServerLauncher {
         }
     }
 
+    /** The unit's journal since its latest start (its invocation), not earlier starts of the domain. */
     @Override
     public String logTail(InstancePaths paths, int lines) {
-        return run(journalctl, "--no-pager", "-o", "cat", "-n", Integer.toString(lines), "-u", paths.systemdUnit()).output;
+        List<String> command = new ArrayList<>(List.of(journalctl, "--no-pager", "-o", "cat", "-n", Integer.toString(lines),
+                "-u", paths.systemdUnit()));
+        Result invocation = run(systemctl, "show", "-p", "InvocationID", "--value", paths.systemdUnit());
+        String id = invocation.output.trim();
+        if (invocation.status == 0 && id.matches("[0-9a-f]{32}")) {
+            command.add("_SYSTEMD_INVOCATION_ID=" + id);
+        }
+        return run(command.toArray(String[]::new)).output;
     }
 
     @Override

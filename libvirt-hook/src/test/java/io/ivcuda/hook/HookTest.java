@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.InstancePaths;
+import io.ivcuda.common.ServerProcesses;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -113,7 +114,7 @@ class HookTest {
         Path region = shm.resolve("ivcuda-" + TAGGED_UUID);
         assertEquals(4L << 20, Files.size(region));
         assertEquals("rw-rw----", PosixFilePermissions.toString(Files.getPosixFilePermissions(region)));
-        assertTrue(RegionFile.read(region).isReady(), "prepare returns only once the header says READY");
+        assertTrue(io.ivcuda.common.RegionHeader.read(region).isReady(), "prepare returns only once the header says READY");
         assertTrue(serverRunning());
 
         Properties instance = new Properties();
@@ -172,8 +173,8 @@ class HookTest {
     @Test
     void missingDeviceIsRefusedWithAClearMessage() throws Exception {
         assertEquals(1, hook("prepare begin", "tagged-without-shmem"));
-        assertEquals("ivcuda: the ivcuda device is missing (is ivshmem-provisioner running?)", firstLine(), told());
-        assertTrue(told().contains("domain 'gpuvm'") && told().contains("ivshmem-provisioner provision gpuvm"), told());
+        assertEquals("ivcuda: domain 'gpuvm' has no ivcuda device: run ivshmem-provisioner provision gpuvm", firstLine(), told());
+        assertTrue(told().contains("would start without its GPU") && told().contains("ivcuda-provisioner"), told());
         assertFalse(Files.exists(shm.resolve("ivcuda-" + TAGGED_UUID)));
         assertFalse(serverRunning());
     }
@@ -193,6 +194,68 @@ class HookTest {
         assertTrue(told().contains("failing on purpose"), "the log tail is shown: " + told());
         assertFalse(Files.exists(shm.resolve("ivcuda-" + TAGGED_UUID)), "cleaned up");
         assertFalse(Files.exists(paths.instanceConfig()), "cleaned up");
+    }
+
+    @Test
+    void aStartErrorShowsOnlyTheLogOfThisStart() throws Exception {
+        useConfig("standin.behaviour=exit\n");
+        assertEquals(1, hook("prepare begin", "tagged"));
+        userOutput.reset();
+        assertEquals(1, hook("prepare begin", "tagged"));
+        assertEquals(1, told().split("failing on purpose", -1).length - 1, "earlier starts' lines are not repeated: " + told());
+        assertEquals(2, Files.readString(paths.serverLog()).split("failing on purpose", -1).length - 1, "the log keeps both");
+    }
+
+    @Test
+    void aHostWithoutUsableGpuRefusesTheStartWithTheServersReason() throws Exception {
+        useConfig("standin.behaviour=nogpu\n");
+        assertEquals(1, hook("prepare begin", "tagged"));
+        assertEquals("ivcuda: no usable GPU (gpu 0): cuInit failed: CUDA_ERROR_NO_DEVICE (the driver finds no GPU)", firstLine(), told());
+        assertTrue(told().contains("domain 'gpuvm': the cuda-server exited with status 3 before it was ready"), told());
+        assertFalse(Files.exists(shm.resolve("ivcuda-" + TAGGED_UUID)), "cleaned up");
+    }
+
+    @Test
+    void aRegionLargerThanWhatShmDirHasFreeIsRefused() throws Exception {
+        // a tmpfs, as shm.dir is in production: twice its free space is still a valid size there
+        Path devShm = Files.createTempDirectory(Path.of("/dev/shm"), "ivcuda-hooktest-");
+        try {
+            long size = Long.highestOneBit(Files.getFileStore(devShm).getUsableSpace()) << 1;
+            org.junit.jupiter.api.Assumptions.assumeTrue(size <= io.ivcuda.common.ByteSize.MAX_REGION_SIZE, "a tmpfs of at most 32 GiB");
+            useConfig("shm.dir=" + devShm + "\n");
+            String huge = domain("tagged").replace("size=\"4M\"", "size=\"" + (size >> 20) + "M\"")
+                    .replace("<size unit='M'>4</size>", "<size unit='M'>" + (size >> 20) + "</size>");
+            Hook hook = new Hook(host, new DirectLauncher(host), new PrintStream(userOutput, true, StandardCharsets.UTF_8));
+            assertEquals(1, hook.run(new String[] {"gpuvm", "prepare", "begin", "-"}, huge));
+            assertTrue(firstLine().startsWith("ivcuda: region size ") && firstLine().contains("does not fit in " + devShm), told());
+            assertFalse(serverRunning());
+            assertFalse(Files.exists(devShm.resolve("ivcuda-" + TAGGED_UUID)));
+        } finally {
+            Files.deleteIfExists(devShm);
+        }
+    }
+
+    @Test
+    void theRuntimeDirectoryIsMode0750() throws Exception {
+        assertEquals(0, hookCaptured("prepare begin"), told());
+        assertEquals("rwxr-x---", PosixFilePermissions.toString(Files.getPosixFilePermissions(runtime)));
+        assertEquals(0, hookCaptured("release end"), told());
+    }
+
+    @Test
+    void stopAllStopsEveryServerAndSaysWhichDomainItServed() throws Exception {
+        assertEquals(0, hookCaptured("prepare begin"), told());
+        Path region = shm.resolve("ivcuda-" + TAGGED_UUID);
+        ByteArrayOutputStream said = new ByteArrayOutputStream();
+        Hook hook = new Hook(host, new DirectLauncher(host), new PrintStream(userOutput, true, StandardCharsets.UTF_8));
+        assertEquals(0, hook.stopAll(new PrintStream(said, true, StandardCharsets.UTF_8)));
+        assertTrue(said.toString(StandardCharsets.UTF_8).startsWith("ivcuda: stopped the cuda-server of domain 'gpuvm':"),
+                said.toString(StandardCharsets.UTF_8));
+        assertFalse(serverRunning());
+        assertFalse(Files.exists(region));
+        try (Stream<Path> left = Files.list(runtime)) {
+            assertEquals(List.of(), left.toList(), "nothing left in the runtime directory");
+        }
     }
 
     @Test

@@ -53,6 +53,11 @@ public final class StandInCudaServer {
             System.err.println("stand-in: failing on purpose before ready");
             System.exit(1);
         }
+        if (behaviour.equals("nogpu")) {
+            // what the real server says and does on a host without a usable GPU (cuda-server Main)
+            System.err.println("ivcuda-server: no usable GPU (gpu 0): cuInit failed: CUDA_ERROR_NO_DEVICE (the driver finds no GPU)");
+            System.exit(3);
+        }
         if (behaviour.equals("hang")) {
             Thread.sleep(Long.MAX_VALUE);
         }
@@ -64,7 +69,7 @@ public final class StandInCudaServer {
             }
             region.setLength(size);
             ByteBuffer header = ByteBuffer.allocate(0x80).order(ByteOrder.LITTLE_ENDIAN);
-            header.putLong(0x00, RegionFile.MAGIC);
+            header.putLong(0x00, io.ivcuda.common.RegionHeader.MAGIC);
             header.putInt(0x08, 1);
             header.putInt(0x0C, 4096);
             header.putLong(0x10, size);
@@ -74,8 +79,8 @@ public final class StandInCudaServer {
             region.seek(0);
             region.write(header.array());
             // server_state last, as the protocol demands.
-            region.seek(RegionFile.OFFSET_SERVER_STATE);
-            region.write(new byte[] {RegionFile.STATE_READY, 0, 0, 0});
+            region.seek(io.ivcuda.common.RegionHeader.OFFSET_SERVER_STATE);
+            region.write(new byte[] {io.ivcuda.common.RegionHeader.STATE_READY, 0, 0, 0});
         }
         if (pidfile != null) {
             Files.writeString(pidfile, ProcessHandle.current().pid() + "\n");

@@ -1,0 +1,104 @@
+package io.ivcuda.server;
+
+import io.ivcuda.server.core.Owner;
+import io.ivcuda.server.core.Vm;
+import io.ivcuda.server.region.ChannelLayout;
+import io.ivcuda.server.region.Layout;
+import java.io.IOException;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Instant;
+import java.util.Properties;
+import java.util.TreeSet;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
+
+/**
+ * What this server holds, written on request for {@code ivshmem-provisioner status}: beside the pidfile
+ * ({@code /run/ivcuda/U.pid} → {@code U.status}), as Java properties, when the server is READY and each
+ * time it gets SIGUSR1 — never by itself, so an idle server does not wake up for it. The keys (read by
+ * {@code io.ivcuda.common.ServerStatus}):
+ * {@code pid}, {@code started} and {@code written} (ISO-8601 instants), {@code mode}, {@code backend},
+ * {@code gpu}, {@code region.path}, {@code region.size}, {@code memory.held} (bytes of device memory
+ * the guest's processes hold now), {@code memory.quota} (0: none), {@code processes} (pids of the guest
+ * processes the server keeps state for, as the guest reported them), {@code channels.attached} and
+ * {@code channels.total}. Written to a temporary file and renamed, so a reader never sees half of it.
+ */
+final class StatusFile {
+    private static final Logger LOG = LogManager.getLogger(StatusFile.class);
+
+    private final Path path;
+    private final ServerConfig config;
+    private final CudaServer server;
+    private final Instant started = ProcessHandle.current().info().startInstant().orElse(Instant.now());
+
+    private StatusFile(Path path, ServerConfig config, CudaServer server) {
+        this.path = path;
+        this.config = config;
+        this.server = server;
+    }
+
+    /** The status file beside {@code config}'s pidfile; null when the server has no pidfile (run by hand). */
+    static StatusFile besidePidfile(ServerConfig config, CudaServer server) {
+        Path pidfile = config.pidfile();
+        if (pidfile == null) {
+            return null;
+        }
+        String name = pidfile.getFileName().toString().replaceFirst("\\.pid$", "") + ".status";
+        return new StatusFile(pidfile.resolveSibling(name), config, server);
+    }
+
+    /** Writes what the server holds now. Called from the signal thread; never throws. */
+    synchronized void write() {
+        Vm vm = server.vm();
+        Layout layout = server.layout();
+        if (vm == null) {
+            return;
+        }
+        Properties p = new Properties();
+        p.setProperty("pid", Long.toString(ProcessHandle.current().pid()));
+        p.setProperty("started", started.toString());
+        p.setProperty("written", Instant.now().toString());
+        p.setProperty("mode", config.mode());
+        p.setProperty("backend", config.backend());
+        p.setProperty("gpu", config.gpu());
+        p.setProperty("region.path", config.regionPath().toString());
+        p.setProperty("region.size", Long.toString(layout.regionSize()));
+        p.setProperty("memory.held", Long.toString(vm.allocated()));
+        p.setProperty("memory.quota", Long.toString(config.memoryQuota()));
+        TreeSet<Integer> pids = new TreeSet<>();
+        for (Owner owner : vm.owners().values()) {
+            pids.add(owner.pid());
+        }
+        p.setProperty("processes", String.join(" ", pids.stream().map(String::valueOf).toList()));
+        int attached = 0;
+        for (int i = 0; i < layout.channelCount(); i++) {
+            // written by the server's own watcher (docs/protocol.md §3): 1 while a worker serves the channel
+            if (vm.region().view(layout.channelOffset(i), ChannelLayout.ATTACHED + 4).getIntVolatile(ChannelLayout.ATTACHED) == 1) {
+                attached++;
+            }
+        }
+        p.setProperty("channels.attached", Integer.toString(attached));
+        p.setProperty("channels.total", Integer.toString(layout.channelCount()));
+        try {
+            StringWriter text = new StringWriter();
+            p.store(text, "ivcuda cuda-server status (StatusFile); read by ivshmem-provisioner status");
+            Path temporary = path.resolveSibling(path.getFileName() + ".tmp");
+            Files.writeString(temporary, text.toString(), StandardCharsets.ISO_8859_1);
+            Files.move(temporary, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("status file {} not written: {}", path, e.getMessage());
+        }
+    }
+
+    void delete() {
+        try {
+            Files.deleteIfExists(path);
+        } catch (IOException e) {
+            LOG.warn("status file {} not removed: {}", path, e.getMessage());
+        }
+    }
+}

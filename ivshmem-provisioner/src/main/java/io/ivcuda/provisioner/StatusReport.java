@@ -1,0 +1,319 @@
+package io.ivcuda.provisioner;
+
+import com.sun.jna.Library;
+import com.sun.jna.Native;
+import io.ivcuda.common.ByteSize;
+import io.ivcuda.common.DomainXml;
+import io.ivcuda.common.HostConfig;
+import io.ivcuda.common.InstancePaths;
+import io.ivcuda.common.IvcudaConfigException;
+import io.ivcuda.common.RegionHeader;
+import io.ivcuda.common.ServerProcesses;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Properties;
+import org.libvirt.Connect;
+import org.libvirt.Domain;
+import org.libvirt.DomainInfo;
+import org.libvirt.LibvirtException;
+
+/**
+ * What {@code ivshmem-provisioner status} shows: for every domain that is tagged or carries an ivcuda
+ * device, what libvirt says (state), what the provisioner makes of its element (provisioning, from a
+ * dry run of the reconcile), and what runs (the server's pid and uptime from /proc, its state from the
+ * region's header, and what it holds from its status file, which it writes when asked with SIGUSR1); and
+ * for the host, whether the hook and the provisioner daemon are where libvirt and the admin need them.
+ * Every figure comes from the thing itself at the moment of asking; what cannot be read says so.
+ */
+final class StatusReport {
+    static final Path HOOK = Path.of("/etc/libvirt/hooks/qemu.d/50-ivcuda");
+    /** How long status waits for a server to answer SIGUSR1 with a fresh status file. */
+    static final long STATUS_WAIT_MS = 1000;
+    private static final int SIGUSR1 = 10;
+
+    record Host(String hook, String libvirtd, String daemon) {
+    }
+
+    /** What runs for a domain: null fields are what could not be read. */
+    record Server(Long pid, String state, String started, Long uptimeSeconds, String mode, String region, Long regionSize,
+                  List<Integer> processes, Integer channelsAttached, Integer channelsTotal, Long memoryHeld, Long memoryQuota,
+                  String statusWritten) {
+    }
+
+    record DomainStatus(String name, String uuid, String state, String provisioning, String provisioningDetail,
+                        boolean problem, Server server, String lastError) {
+    }
+
+    record Report(Host host, List<DomainStatus> domains) {
+    }
+
+    interface LibC extends Library {
+        int kill(int pid, int signal);
+    }
+
+    private final Connect connection;
+    private final HostConfig host;
+
+    StatusReport(Connect connection, HostConfig host) {
+        this.connection = connection;
+        this.host = host;
+    }
+
+    Report gather(boolean all) throws LibvirtException {
+        List<DomainStatus> domains = new ArrayList<>();
+        for (Outcome o : new Reconciler(connection, host).preview()) {
+            if (!all && o.action() == Outcome.Action.UNTAGGED && o.foreign().isEmpty()) {
+                continue;
+            }
+            domains.add(domain(o));
+        }
+        return new Report(hostStatus(), domains);
+    }
+
+    private DomainStatus domain(Outcome o) {
+        String state = "?";
+        String uuid = null;
+        DomainXml live = null;
+        try {
+            Domain domain = connection.domainLookupByName(o.domain());
+            try {
+                uuid = domain.getUUIDString();
+                DomainInfo info = domain.getInfo();
+                state = stateWord(info.state);
+                if (domain.isActive() == 1) {
+                    live = DomainXml.parse(domain.getXMLDesc(0));
+                }
+            } finally {
+                domain.free();
+            }
+        } catch (LibvirtException | IvcudaConfigException e) {
+            state = "unknown (" + e.getMessage() + ")";
+        }
+        String provisioning = provisioningWord(o);
+        String detail = o.detail();
+        if (!o.foreign().isEmpty()) {
+            detail = "carries " + Outcome.describeForeign(o.foreign()) + "; reconcile removes it, the hook refuses to start "
+                    + "the domain with it" + (detail.isEmpty() ? "" : "; " + detail);
+        }
+        Server server = null;
+        String lastError = o.isProblem() ? detail : null;
+        if (uuid != null && live != null && (live.isTagged() || live.currentShmem() != null)) {
+            InstancePaths paths = InstancePaths.of(uuid, host);
+            server = server(paths);
+            String serverError = lastServerError(paths, server);
+            if (serverError != null) {
+                lastError = serverError;
+            }
+        }
+        return new DomainStatus(o.domain(), uuid, state, provisioning, detail, o.isProblem(), server, lastError);
+    }
+
+    static String provisioningWord(Outcome o) {
+        if (!o.foreign().isEmpty()) {
+            return "FOREIGN DEVICE";
+        }
+        return switch (o.action()) {
+            case UNTAGGED -> "untagged";
+            case UNCHANGED -> "provisioned";
+            case ADDED -> "pending: add";
+            case UPDATED -> "pending: update";
+            case REMOVED -> "pending: remove";
+            case REFUSED -> "REFUSED";
+            case INVALID -> "INVALID";
+            case SKIPPED -> "transient";
+            case NOT_FOUND -> "NOT FOUND";
+            case FAILED -> "FAILED";
+        };
+    }
+
+    private static String stateWord(DomainInfo.DomainState state) {
+        return switch (state) {
+            case VIR_DOMAIN_RUNNING -> "running";
+            case VIR_DOMAIN_BLOCKED -> "blocked";
+            case VIR_DOMAIN_PAUSED -> "paused";
+            case VIR_DOMAIN_SHUTDOWN -> "shutting down";
+            case VIR_DOMAIN_SHUTOFF -> "shut off";
+            case VIR_DOMAIN_CRASHED -> "crashed";
+            case VIR_DOMAIN_PMSUSPENDED -> "suspended";
+            default -> "no state";
+        };
+    }
+
+    /** The server of a running domain: found by its command line, asked for its status file. */
+    private Server server(InstancePaths paths) {
+        List<Long> pids = ServerProcesses.find(paths.instanceConfig());
+        RegionHeader header = RegionHeader.read(paths.regionFile());
+        if (pids.isEmpty()) {
+            return new Server(null, "not running" + (header == RegionHeader.NONE ? "" : " (header: " + header.stateName() + ")"),
+                    null, null, null, paths.regionFile().toString(), null, List.of(), null, null, null, null, null);
+        }
+        long pid = pids.get(0);
+        Instant started = ServerProcesses.startTime(pid);
+        Properties status = askStatus(pid, paths.statusFile());
+        String state = header.stateName();
+        Long uptime = started == null ? null : Duration.between(started, Instant.now()).toSeconds();
+        return new Server(pid, state, started == null ? null : started.toString(), uptime,
+                status.getProperty("mode", (header.featureBits() & 1) != 0 ? "doorbell" : "plain"),
+                paths.regionFile().toString(), number(status, "region.size"), pids(status.getProperty("processes")),
+                integer(status, "channels.attached"), integer(status, "channels.total"),
+                number(status, "memory.held"), number(status, "memory.quota"), status.getProperty("written"));
+    }
+
+    /**
+     * Sends SIGUSR1 and waits (at most {@link #STATUS_WAIT_MS}) for a status file written after it.
+     * Empty properties when the server does not answer (an older server, or not ours to signal).
+     */
+    private static Properties askStatus(long pid, Path file) {
+        Instant asked = Instant.now();
+        Properties status = new Properties();
+        try {
+            if (Native.load("c", LibC.class).kill((int) pid, SIGUSR1) != 0) {
+                return status;
+            }
+        } catch (UnsatisfiedLinkError e) {
+            return status;
+        }
+        long deadline = System.nanoTime() + STATUS_WAIT_MS * 1_000_000;
+        while (System.nanoTime() < deadline) {
+            Properties read = readProperties(file);
+            String written = read.getProperty("written");
+            if (written != null && !Instant.parse(written).isBefore(asked.minusMillis(5))) {
+                return read;
+            }
+            ServerProcesses.sleep(10);
+        }
+        return status;
+    }
+
+    private static Properties readProperties(Path file) {
+        Properties p = new Properties();
+        try (Reader reader = Files.newBufferedReader(file, StandardCharsets.ISO_8859_1)) {
+            p.load(reader);
+        } catch (IOException | IllegalArgumentException e) {
+            // not there (yet)
+        }
+        return p;
+    }
+
+    private static Long number(Properties p, String key) {
+        try {
+            return p.getProperty(key) == null ? null : Long.parseLong(p.getProperty(key).trim());
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
+    private static Integer integer(Properties p, String key) {
+        Long n = number(p, key);
+        return n == null ? null : n.intValue();
+    }
+
+    private static List<Integer> pids(String text) {
+        if (text == null || text.isBlank()) {
+            return List.of();
+        }
+        return Arrays.stream(text.trim().split("\\s+")).filter(w -> w.matches("[0-9]{1,9}")).map(Integer::valueOf).toList();
+    }
+
+    /**
+     * The server's last error since its latest start: its header's message when it is not READY, else the
+     * last ERROR line of its log (direct launch: log.dir/server-UUID.log; under systemd the journal).
+     */
+    private String lastServerError(InstancePaths paths, Server server) {
+        RegionHeader header = RegionHeader.read(paths.regionFile());
+        if (server != null && server.pid() != null && !header.isReady() && !header.serverMessage().isEmpty()) {
+            return header.serverMessage();
+        }
+        if (server == null || server.pid() == null) {
+            return server == null ? null : "the domain runs, but its cuda-server does not: CUDA in the guest fails; shut the "
+                    + "domain down and start it again";
+        }
+        if (!Files.isReadable(paths.serverLog())) {
+            return null;
+        }
+        try {
+            List<String> lines = Files.readAllLines(paths.serverLog(), StandardCharsets.UTF_8);
+            String last = null;
+            for (String line : lines) {
+                if (line.startsWith("--- ")) {
+                    last = null; // a new start
+                } else if (line.contains(" ERROR ")) {
+                    last = line;
+                }
+            }
+            return last;
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** The hook installed and seen by libvirtd, the provisioner daemon running. */
+    private Host hostStatus() {
+        String hook;
+        String libvirtd;
+        if (!Files.exists(HOOK)) {
+            hook = "missing: " + HOOK + " (tagged domains start without their server)";
+        } else if (!Files.isExecutable(HOOK)) {
+            hook = HOOK + " is not executable";
+        } else {
+            hook = "installed at " + HOOK;
+        }
+        List<Long> daemons = ServerProcesses.findCommand(List.of("libvirtd"), List.of("virtqemud"));
+        if (daemons.isEmpty()) {
+            libvirtd = "no libvirtd or virtqemud on this host (or not visible from here)";
+        } else {
+            long pid = daemons.get(0);
+            Instant started = ServerProcesses.startTime(pid);
+            Instant hookTime = null;
+            try {
+                hookTime = Files.getLastModifiedTime(HOOK, LinkOption.NOFOLLOW_LINKS).toInstant();
+            } catch (IOException e) {
+                // no hook: said above
+            }
+            libvirtd = "pid " + pid + (started != null && hookTime != null && started.isBefore(hookTime)
+                    ? ", STARTED BEFORE THE HOOK WAS INSTALLED: it does not run it; restart libvirtd (or virtqemud)"
+                    : ", runs the hook");
+        }
+        List<Long> provisioners = ServerProcesses.findCommand(List.of("ivshmem-provisioner.jar", "daemon"));
+        String daemon = provisioners.isEmpty()
+                ? "NOT RUNNING: element changes are not followed (start it: service ivcuda-provisioner start, or "
+                        + "systemctl start ivcuda-provisioner)"
+                : "running, pid " + provisioners.get(0);
+        return new Host(hook, libvirtd, daemon);
+    }
+
+    /** Bytes for a table cell: {@code 64 MiB}, {@code 1.5 GiB}. */
+    static String bytes(Long n) {
+        if (n == null) {
+            return "?";
+        }
+        if (n >= 1L << 30 && n % (1L << 30) != 0) {
+            return String.format(java.util.Locale.ROOT, "%.1f GiB", n / (double) (1L << 30));
+        }
+        return ByteSize.describe(n);
+    }
+
+    /** Seconds as {@code 3d4h}, {@code 5h02m}, {@code 12m03s}, {@code 42s}. */
+    static String duration(Long seconds) {
+        if (seconds == null) {
+            return "?";
+        }
+        long s = seconds;
+        if (s >= 86_400) {
+            return String.format("%dd%dh", s / 86_400, s % 86_400 / 3600);
+        }
+        if (s >= 3600) {
+            return String.format("%dh%02dm", s / 3600, s % 3600 / 60);
+        }
+        return s >= 60 ? String.format("%dm%02ds", s / 60, s % 60) : s + "s";
+    }
+}

@@ -1,0 +1,76 @@
+package io.ivcuda.provisioner;
+
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.List;
+
+/** {@code ivshmem-provisioner status} as a person reads it: the host's three lines, then a table with headers. */
+final class StatusTable {
+    private static final String[] HEADERS = {"DOMAIN", "STATE", "PROVISIONING", "SERVER", "PID", "MODE", "REGION", "UPTIME",
+        "PROCESSES", "CHANNELS", "GPU MEMORY", "LAST ERROR"};
+
+    private StatusTable() {
+    }
+
+    static void print(StatusReport.Report report, PrintWriter out) {
+        out.println("hook:        " + report.host().hook());
+        out.println("libvirtd:    " + report.host().libvirtd());
+        out.println("provisioner: " + report.host().daemon());
+        out.println();
+        if (report.domains().isEmpty()) {
+            out.println("no domain is tagged with <ivcuda:gpu> (status --all lists every domain)");
+            return;
+        }
+        List<String[]> rows = new ArrayList<>();
+        rows.add(HEADERS);
+        for (StatusReport.DomainStatus d : report.domains()) {
+            StatusReport.Server s = d.server();
+            String error = d.lastError() == null ? "-" : d.lastError();
+            if (s == null) {
+                rows.add(new String[] {d.name(), d.state(), d.provisioning(), "-", "-", "-", "-", "-", "-", "-", "-", error});
+                continue;
+            }
+            rows.add(new String[] {d.name(), d.state(), d.provisioning(), s.state(), s.pid() == null ? "-" : s.pid().toString(),
+                s.mode() == null ? "?" : s.mode(), s.regionSize() == null ? "?" : StatusReport.bytes(s.regionSize()),
+                StatusReport.duration(s.uptimeSeconds()), processes(s), channels(s), memory(s), error});
+        }
+        int[] widths = new int[HEADERS.length];
+        for (String[] row : rows) {
+            for (int i = 0; i < row.length - 1; i++) {
+                widths[i] = Math.max(widths[i], row[i].length());
+            }
+        }
+        for (String[] row : rows) {
+            StringBuilder line = new StringBuilder();
+            for (int i = 0; i < row.length; i++) {
+                line.append(i == row.length - 1 ? row[i] : String.format("%-" + widths[i] + "s  ", row[i]));
+            }
+            out.println(line.toString().stripTrailing());
+        }
+    }
+
+    private static String processes(StatusReport.Server s) {
+        if (s.pid() == null) {
+            return "-";
+        }
+        if (s.channelsTotal() == null) {
+            return "?";
+        }
+        return s.processes().isEmpty() ? "0" : s.processes().size() + " (" + String.join(",",
+                s.processes().stream().map(String::valueOf).toList()) + ")";
+    }
+
+    private static String channels(StatusReport.Server s) {
+        return s.channelsTotal() == null ? (s.pid() == null ? "-" : "?") : s.channelsAttached() + "/" + s.channelsTotal();
+    }
+
+    private static String memory(StatusReport.Server s) {
+        if (s.memoryHeld() == null) {
+            return s.pid() == null ? "-" : "?";
+        }
+        if (s.memoryQuota() == null || s.memoryQuota() == 0) {
+            return StatusReport.bytes(s.memoryHeld()) + " (no quota)";
+        }
+        return StatusReport.bytes(s.memoryHeld()) + " of " + StatusReport.bytes(s.memoryQuota());
+    }
+}
