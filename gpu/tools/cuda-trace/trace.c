@@ -81,6 +81,13 @@ static void read_settings(void)
     trace_cfg.nocopy = getenv("CUDA_TRACE_NOCOPY");
     trace_cfg.track_returns = (int)env_u32("CUDA_TRACE_RETURNS", 1, 1);
     trace_cfg.deepbind = (int)env_u32("CUDA_TRACE_DEEPBIND", 0, 1);
+    trace_cfg.tables = getenv("CUDA_TRACE_TABLES");
+    if (trace_modes_parse(trace_cfg.tables) != 0) trace_cfg.tables = "(invalid)";
+    const char *remote = getenv("CUDA_TRACE_REMOTE");
+    trace_cfg.remote = remote && *remote ? remote : NULL;
+    trace_cfg.remote_slot3 = (int)env_u32("CUDA_TRACE_REMOTE_SLOT3", 0, 1);
+    const char *mirror = getenv("CUDA_TRACE_MIRROR");
+    trace_cfg.mirror = mirror && *mirror ? mirror : NULL;
 }
 
 static int same_file(const char *a, const char *b)
@@ -131,6 +138,8 @@ static void init(void)
     pthread_key_create(&shadow_key, free_shadow);
     pthread_atfork(NULL, NULL, trace_log_after_fork);
     trace_log_open();
+    /* mirror pages first: the driver must not be loaded where the helper's tables are */
+    trace_mirror_init();
     const char *path = NULL;
     trace_real_handle = load_real_driver(&path);
     if (!trace_real_handle) {
@@ -158,6 +167,9 @@ static void init(void)
                trace_cfg.max_calls, trace_cfg.dump_calls, trace_cfg.slot_calls, trace_cfg.dump_bytes,
                trace_cfg.nosize_words, trace_cfg.copy_tables, trace_cfg.nocopy ? trace_cfg.nocopy : "-",
                trace_cfg.track_returns, trace_cfg.deepbind);
+    trace_logf("H", "experiments tables=%s remote=%s remote_slot3=%d mirror=%s", trace_cfg.tables ? trace_cfg.tables : "-",
+               trace_cfg.remote ? trace_cfg.remote : "-", trace_cfg.remote_slot3,
+               trace_cfg.mirror ? trace_cfg.mirror : "-");
     initializing = 0;
 }
 

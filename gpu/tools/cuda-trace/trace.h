@@ -69,6 +69,10 @@ struct trace_settings {
     const char *nocopy;       /* comma-separated UUID prefixes (hex) whose tables are not copied */
     int track_returns;        /* replace return addresses to log results */
     int deepbind;             /* dlopen the driver with RTLD_DEEPBIND */
+    const char *tables;       /* per-table modes (modes.c), overriding copy_tables and nocopy */
+    const char *remote;       /* the helper's socket: the integrity check is asked of it */
+    int remote_slot3;         /* context checks slot 3 is also replayed in the helper */
+    const char *mirror;       /* the helper's table description, for the mirror modes */
 };
 
 /* trace.c */
@@ -115,8 +119,56 @@ TRACE_HIDDEN void trace_line_end(struct trace_line *l);
 TRACE_HIDDEN void trace_logf(const char *tag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 TRACE_HIDDEN uint32_t trace_tid(void);
 
+/* modes.c: how each export table is handed out (CUDA_TRACE_TABLES, README.md) */
+enum table_mode {
+    MODE_REAL,         /* the driver's table as it is */
+    MODE_DEEP,         /* a copy whose code words are logging stubs */
+    MODE_SHALLOW,      /* a copy of the words as they are */
+    MODE_INPLACE,      /* the driver's table, chosen code words replaced by logging stubs */
+    MODE_ANON,         /* the same, through trampolines in anonymous memory */
+    MODE_MIRROR,       /* a table at the helper's address, code words logging stubs */
+    MODE_MIRROR_EXACT, /* a table at the helper's address with the helper's words, each
+                          code word a trampoline at the helper's function address */
+    MODE_REFUSE,       /* cuGetExportTable answers CUDA_ERROR_NOT_FOUND */
+};
+struct table_choice {
+    enum table_mode mode;
+    uint64_t words[2]; /* INPLACE/ANON: bit i = word i; none set = every code word */
+};
+TRACE_HIDDEN int trace_modes_parse(const char *spec);
+TRACE_HIDDEN struct table_choice trace_table_choice(const char *uuid_hex);
+TRACE_HIDDEN const char *trace_mode_name(enum table_mode mode);
+TRACE_HIDDEN int trace_choice_has_word(const struct table_choice *c, unsigned word);
+TRACE_HIDDEN int trace_modes_mention_mirror(void);
+
+/* placement.c: writing into the driver's tables, trampolines, fixed mappings */
+#define TRACE_TRAMPOLINE_BYTES 13
+TRACE_HIDDEN int trace_poke(void *dst, const void *src, size_t n);
+TRACE_HIDDEN int trace_anon_trampolines(const uint64_t *targets, unsigned n, uint64_t *out);
+TRACE_HIDDEN void trace_write_trampoline(uint8_t *at, uint64_t target);
+/* 0, or -1 with the address that was taken (EEXIST) or could not be mapped in *busy */
+TRACE_HIDDEN int trace_reserve_pages(uint64_t start, uint64_t len, int prot, uint64_t *busy);
+
+/* remote.c: the helper process (gpu/tools/integrity-probe) and its mirror description */
+struct mirror_table {
+    uint8_t uuid[16];
+    uint64_t addr;
+    unsigned nwords;
+    int has_size;
+    uint64_t words[128];
+    char kind[128]; /* 's'ize 'n'ull 'c'ode 'd'ata 'v'alue */
+    int stub[128];  /* MODE_MIRROR_EXACT: the pool stub the trampoline at words[i] jumps to */
+};
+TRACE_HIDDEN void trace_mirror_init(void);
+TRACE_HIDDEN struct mirror_table *trace_mirror_find(const uint8_t uuid[16]);
+/* A function to call instead of the driver's for (table, word), or NULL */
+TRACE_HIDDEN void *trace_remote_override(const uint8_t uuid[16], unsigned word, void *original);
+TRACE_HIDDEN int trace_stub_not_ready(void);
+/* Exits (a void run) if something in this process replaced the pages mapped for m since. */
+TRACE_HIDDEN void trace_mirror_check(const struct mirror_table *m, int exact);
+
 /* tables.c: logging copies of export tables */
-TRACE_HIDDEN const void *trace_table_wrap(const uint8_t uuid[16], const void *real, uint64_t caller);
+TRACE_HIDDEN const void *trace_table_wrap(const uint8_t uuid[16], const void *real, struct table_choice choice);
 TRACE_HIDDEN void trace_table_uuid_text(int table, char *buf, size_t len);
 TRACE_HIDDEN void trace_tables_summary(void);
 TRACE_HIDDEN int trace_table_excluded(const char *uuid_hex);

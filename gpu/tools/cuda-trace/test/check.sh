@@ -103,11 +103,26 @@ run_mode no-returns fake CUDA_TRACE_RETURNS=0
 expect "no-returns: calls logged without results" test "$(grep -c '^CR ' "$work"/no-returns/trace.*.log | awk -F: '{ s += $2 } END { print s }')" = 0
 
 run_mode no-copies fake CUDA_TRACE_COPY_TABLES=0
-expect "no-copies: the real table is handed out" grep -qE "^EXP .* uuid=$uuid_sized rc=0 table=([0-9a-f]+) first=56 copy=\1$" "$work"/no-copies/trace.*.log
+expect "no-copies: the real table is handed out" grep -qE "^EXP .* uuid=$uuid_sized rc=0 table=([0-9a-f]+) first=56 copy=\1 mode=real$" "$work"/no-copies/trace.*.log
 
 run_mode nocopy-one fake CUDA_TRACE_NOCOPY=c693336e,FFFF
-expect "nocopy: the named table is handed out as it is" grep -qE "^EXP .* uuid=$uuid_nosize rc=0 table=([0-9a-f]+) first=[0-9]+ copy=\1$" "$work"/nocopy-one/trace.*.log
+expect "nocopy: the named table is handed out as it is" grep -qE "^EXP .* uuid=$uuid_nosize rc=0 table=([0-9a-f]+) first=[0-9]+ copy=\1 mode=real$" "$work"/nocopy-one/trace.*.log
 expect "nocopy: the others are still copied" grep -qE "^XT table=$uuid_sized " "$work"/nocopy-one/trace.*.log
+
+run_mode shallow fake CUDA_TRACE_TABLES='*:shallow'
+expect "shallow: a copy at its own address" grep -qE "^EXP .* uuid=$uuid_sized rc=0 table=([0-9a-f]+) first=56 copy=[0-9a-f]+ mode=shallow$" "$work"/shallow/trace.*.log
+expect "shallow: its slots go straight to the driver" test "$(grep -c '^XE ' "$work"/shallow/trace.*.log | awk -F: '{ s += $2 } END { print s }')" = 0
+
+run_mode inplace fake CUDA_TRACE_TABLES="*:real,${uuid_sized:0:8}:inplace@1+4"
+expect "inplace: the driver's table itself" grep -qE "^EXP .* uuid=$uuid_sized rc=0 table=([0-9a-f]+) first=56 copy=\1 mode=inplace$" "$work"/inplace/trace.*.log
+expect "inplace: the chosen slots are logged" grep -qE "^XR .* table=$uuid_sized slot=4 ret=24 rdx=7" "$work"/inplace/trace.*.log
+expect "inplace: the others are not" test "$(grep -cE "^XE .* table=$uuid_sized slot=5 " "$work"/inplace/trace.*.log | awk -F: '{ s += $2 } END { print s }')" = 0
+expect "inplace: the other table is handed out as it is" grep -qE "^EXP .* uuid=$uuid_nosize rc=0 table=([0-9a-f]+) first=[0-9]+ copy=\1 mode=real$" "$work"/inplace/trace.*.log
+
+run_mode anon fake CUDA_TRACE_TABLES='*:anon'
+expect "anon: the driver's table itself" grep -qE "^EXP .* uuid=$uuid_nosize rc=0 table=([0-9a-f]+) first=[0-9]+ copy=\1 mode=anon$" "$work"/anon/trace.*.log
+expect "anon: slots reached through anonymous trampolines are logged" grep -qE "^XR .* table=$uuid_sized slot=1 ret=0 rdx=[0-9a-f]+ p1'=c9925b24edb67f4811daa36c35fec790" "$work"/anon/trace.*.log
+expect "anon: the words point outside every loaded object" grep -qE "^XW table=$uuid_sized word=1 value=[0-9a-f]+ kind=code stub=[0-9a-f]+ at=libcuda.so.1" "$work"/anon/trace.*.log
 
 run_mode interposable fake-interposable
 expect "interposable: the driver's answer is the shim's own stub, handed out as it is" \
