@@ -31,14 +31,23 @@ public final class ApiDescription {
     private final Map<String, TypeInfo> types;
     private final List<Function> functions;
     private final List<String> unsupported;
+    private final List<WireLayout> layouts;
 
     private ApiDescription(int apiVersion, long apiHash, Map<String, TypeInfo> types,
-                           List<Function> functions, List<String> unsupported) {
+                           List<Function> functions, List<String> unsupported, List<WireLayout> layouts) {
         this.apiVersion = apiVersion;
         this.apiHash = apiHash;
         this.types = types;
         this.functions = functions;
         this.unsupported = unsupported;
+        this.layouts = layouts;
+    }
+
+    /** One line of the description, with where it came from (error messages name it). */
+    record SourceLine(String source, int number, String text) {
+        String where() {
+            return source + ":" + number + ": ";
+        }
     }
 
     public int apiVersion() {
@@ -63,11 +72,55 @@ public final class ApiDescription {
         return unsupported;
     }
 
-    public static ApiDescription load(Path path) throws IOException {
-        return parse(Files.readString(path, StandardCharsets.UTF_8), path.toString());
+    /** The region's layouts (api/region.layout), in the order described. */
+    public List<WireLayout> layouts() {
+        return layouts;
     }
 
+    public WireLayout layout(String name) {
+        return layouts.stream().filter(l -> l.name().equals(name)).findFirst()
+                .orElseThrow(() -> new IllegalArgumentException("no layout " + name + " in the description"));
+    }
+
+    /** The protocol version: the value PROTOCOL_VERSION of header.protocol_version. */
+    public int protocolVersion() {
+        return (int) layout("header").value("PROTOCOL_VERSION").value();
+    }
+
+    /** Loads a description file; {@code include <file>} lines are replaced by that file (relative to it). */
+    public static ApiDescription load(Path path) throws IOException {
+        List<SourceLine> lines = new ArrayList<>();
+        read(path, lines, 0);
+        return parse(lines);
+    }
+
+    private static void read(Path path, List<SourceLine> into, int depth) throws IOException {
+        String[] raw = Files.readString(path, StandardCharsets.UTF_8).split("\n", -1);
+        for (int i = 0; i < raw.length; i++) {
+            String line = normalise(raw[i]);
+            if (line.startsWith("include ")) {
+                if (depth > 0) {
+                    throw new IllegalArgumentException(path + ":" + (i + 1) + ": an included file includes no other");
+                }
+                read(path.resolveSibling(line.substring("include ".length()).trim()), into, depth + 1);
+            } else {
+                into.add(new SourceLine(path.toString(), i + 1, raw[i]));
+            }
+        }
+    }
+
+    /** Parses a description without includes (tests). */
     public static ApiDescription parse(String text, String sourceName) {
+        List<SourceLine> lines = new ArrayList<>();
+        String[] raw = text.split("\n", -1);
+        for (int i = 0; i < raw.length; i++) {
+            lines.add(new SourceLine(sourceName, i + 1, raw[i]));
+        }
+        return parse(lines);
+    }
+
+    private static ApiDescription parse(List<SourceLine> lines) {
+        String sourceName = lines.isEmpty() ? "description" : lines.get(0).source();
         Map<String, TypeInfo> types = new LinkedHashMap<>();
         types.put("char", new TypeInfo("char", WireKind.U32, null, 1));
         List<Function> functions = new ArrayList<>();
@@ -76,15 +129,19 @@ public final class ApiDescription {
         Set<String> names = new HashSet<>();
         Set<String> symbols = new HashSet<>();
         int apiVersion = 0;
-        String[] lines = text.split("\n", -1);
-        for (int i = 0; i < lines.length; i++) {
-            String line = normalise(lines[i]);
+        LayoutParser layouts = new LayoutParser();
+        for (SourceLine source : lines) {
+            String line = normalise(source.text());
             if (line.isEmpty()) {
                 continue;
             }
-            String where = sourceName + ":" + (i + 1) + ": ";
+            String where = source.where();
             try {
                 String[] words = line.split(" ");
+                if (layouts.accepts(words)) {
+                    layouts.line(words);
+                    continue;
+                }
                 switch (words[0]) {
                     case "api" -> apiVersion = Integer.parseInt(words[1]);
                     case "type" -> types.put(words[1], parseType(words));
@@ -120,8 +177,8 @@ public final class ApiDescription {
         if (apiVersion == 0) {
             throw new IllegalArgumentException(sourceName + ": missing 'api <cuda-version>' line");
         }
-        return new ApiDescription(apiVersion, hash(text), Map.copyOf(types), List.copyOf(functions),
-                List.copyOf(unsupported));
+        return new ApiDescription(apiVersion, hash(lines), Map.copyOf(types), List.copyOf(functions),
+                List.copyOf(unsupported), layouts.finish(sourceName));
     }
 
     /** Drops comments, folds white space: the form the hash is computed over. */
@@ -133,9 +190,14 @@ public final class ApiDescription {
 
     /** FNV-1a 64 over the non-empty normalised lines, each followed by '\n'. */
     public static long hash(String text) {
+        return hash(java.util.Arrays.stream(text.split("\n", -1)).map(t -> new SourceLine("", 0, t)).toList());
+    }
+
+    /** The hash over lines with includes expanded: the layouts are part of the API's identity. */
+    private static long hash(List<SourceLine> lines) {
         long h = 0xcbf29ce484222325L;
-        for (String raw : text.split("\n", -1)) {
-            String line = normalise(raw);
+        for (SourceLine source : lines) {
+            String line = normalise(source.text());
             if (line.isEmpty()) {
                 continue;
             }

@@ -1,7 +1,5 @@
 package io.ivcuda.server;
 
-import static io.ivcuda.server.region.HeaderLayout.*;
-
 import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.backend.JnaCudaBackend;
@@ -21,11 +19,11 @@ import io.ivcuda.server.doorbell.NativeFiles;
 import io.ivcuda.server.doorbell.PeerCredentials;
 import io.ivcuda.server.doorbell.PeerPolicy;
 import io.ivcuda.server.gen.Opcodes;
-import io.ivcuda.server.region.ChannelLayout;
 import io.ivcuda.server.region.Layout;
 import io.ivcuda.server.region.Region;
+import io.ivcuda.wire.ChannelFlyweight;
+import io.ivcuda.wire.HeaderFlyweight;
 import java.io.IOException;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -48,7 +46,6 @@ import org.apache.logging.log4j.Logger;
  */
 public final class CudaServer implements ServerHooks, AutoCloseable {
     private static final Logger LOG = LogManager.getLogger(CudaServer.class);
-    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final int CU_MEMHOSTREGISTER_PORTABLE = 1;
     private static final int CU_MEMHOSTREGISTER_DEVICEMAP = 2;
     /** How often the watcher looks for claims: a new guest thread's first call waits at most this. */
@@ -66,7 +63,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     private final ServerConfig config;
     private final Layout layout;
     private Region region;
-    private UnsafeBuffer header;
+    private final HeaderFlyweight header = new HeaderFlyweight();
     private UnsafeBuffer[] channels;
     private ChannelState[] states;
     private ChannelWorker[] workers;
@@ -139,52 +136,51 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
 
     public void start() throws IOException {
         region = Region.openOrCreate(config.regionPath(), config.regionSize());
-        header = region.view(0, HEADER_SIZE_VALUE);
-        int previousEpoch = header.getLong(MAGIC, LE) == MAGIC_VALUE ? header.getInt(EPOCH, LE) : 0;
+        header.wrap(region.view(0, HeaderFlyweight.LENGTH), 0);
+        int previousEpoch = header.magic() == HeaderFlyweight.MAGIC ? header.epoch() : 0;
         // a fresh header and channel table: nothing a previous server or guest left is trusted
-        header.setMemory(0, HEADER_SIZE_VALUE, (byte) 0);
+        header.buffer().setMemory(0, HeaderFlyweight.LENGTH, (byte) 0);
         channels = new UnsafeBuffer[layout.channelCount()];
         states = new ChannelState[layout.channelCount()];
         workers = new ChannelWorker[layout.channelCount()];
         for (int i = 0; i < channels.length; i++) {
             channels[i] = region.view(layout.channelOffset(i), layout.channelStride());
-            channels[i].setMemory(0, ChannelLayout.REQUEST_AREA, (byte) 0);
+            channels[i].setMemory(0, ChannelFlyweight.AREAS_OFFSET, (byte) 0);
             if (config.doorbell()) {
                 // a free channel reads as parked: a claimer's ivc_hello rings and wakes the watcher
-                channels[i].putIntVolatile(ChannelLayout.SERVER_PARKED, 1);
+                channels[i].putIntVolatile(ChannelFlyweight.SERVER_PARKED_OFFSET, 1);
             }
             states[i] = new ChannelState(i);
         }
-        header.putLong(MAGIC, MAGIC_VALUE, LE);
-        header.putInt(PROTOCOL_VERSION, PROTOCOL_VERSION_VALUE, LE);
-        header.putInt(HEADER_SIZE, HEADER_SIZE_VALUE, LE);
-        header.putLong(REGION_SIZE, layout.regionSize(), LE);
-        header.putIntRelease(SERVER_STATE, STATE_INIT);
-        header.putInt(EPOCH, previousEpoch + 1, LE);
-        header.putInt(API_VERSION, Opcodes.API_VERSION, LE);
-        header.putLong(API_HASH, Opcodes.API_HASH, LE);
-        header.putInt(CHANNEL_COUNT, layout.channelCount(), LE);
-        header.putInt(CHANNEL_STRIDE, layout.channelStride(), LE);
-        header.putLong(CHANNEL_TABLE_OFFSET, layout.channelTableOffset(), LE);
-        header.putInt(REQUEST_AREA_SIZE, layout.requestAreaSize(), LE);
-        header.putInt(RESPONSE_AREA_SIZE, layout.responseAreaSize(), LE);
-        header.putInt(RING_SIZE, layout.ringSize(), LE);
-        header.putInt(WINDOW_SIZE, layout.windowSize(), LE);
-        header.putLong(POOL_OFFSET, layout.poolOffset(), LE);
-        header.putLong(POOL_SIZE, layout.poolSize(), LE);
-        header.putInt(OWNER_TIMEOUT_MS, config.ownerTimeoutMs(), LE);
-        // The guest cannot read the MSI-X table size from config space without CAP_SYS_ADMIN
-        // (sysfs gives others its first 64 bytes): the header tells it the channel→vector modulus.
-        header.putInt(DOORBELL_VECTORS, config.doorbell() ? config.doorbellVectors() : 0, LE);
+        header.magic(HeaderFlyweight.MAGIC)
+                .protocolVersion(HeaderFlyweight.PROTOCOL_VERSION)
+                .headerSize(HeaderFlyweight.LENGTH)
+                .regionSize(layout.regionSize());
+        header.serverStateRelease(HeaderFlyweight.STATE_INIT);
+        header.epoch(previousEpoch + 1)
+                .apiVersion(Opcodes.API_VERSION)
+                .apiHash(Opcodes.API_HASH)
+                .channelCount(layout.channelCount())
+                .channelStride(layout.channelStride())
+                .channelTableOffset(layout.channelTableOffset())
+                .requestAreaSize(layout.requestAreaSize())
+                .responseAreaSize(layout.responseAreaSize())
+                .ringSize(layout.ringSize())
+                .windowSize(layout.windowSize())
+                .poolOffset(layout.poolOffset())
+                .poolSize(layout.poolSize())
+                .ownerTimeoutMs(config.ownerTimeoutMs())
+                // The guest cannot read the MSI-X table size from config space without CAP_SYS_ADMIN
+                // (sysfs gives others its first 64 bytes): the header tells it the channel→vector modulus.
+                .doorbellVectors(config.doorbell() ? config.doorbellVectors() : 0);
 
         if (backend == null) {
             backend = config.backend().equals("host-memory") ? new HostMemoryBackend() : new JnaCudaBackend();
         }
         out = backend.newOut();
         vm = new Vm(region, layout, backend, config.memoryQuota());
-        long features = initDriver() | (config.doorbell() ? FEATURE_DOORBELL : 0);
-        header.putLong(FEATURE_BITS, features, LE);
-        header.putInt(HOST_DRIVER_VERSION, vm.hostDriverVersion(), LE);
+        long features = initDriver() | (config.doorbell() ? HeaderFlyweight.FEATURE_DOORBELL : 0);
+        header.featureBits(features).hostDriverVersion(vm.hostDriverVersion());
         vm.hooks(this);
 
         running = true;
@@ -198,7 +194,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         watcher.start();
         heartbeat.start();
         // READY last: in doorbell mode the hook also waits for the socket, which exists by now
-        header.putIntRelease(SERVER_STATE, STATE_READY);
+        header.serverStateRelease(HeaderFlyweight.STATE_READY);
         if (config.pidfile() != null) {
             Files.writeString(config.pidfile(), ProcessHandle.current().pid() + "\n", StandardCharsets.US_ASCII);
         }
@@ -313,7 +309,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         if (backend.memHostGetDevicePointer(out, region.address() + layout.poolOffset()) == CuResult.SUCCESS) {
             vm.poolDevicePointer(out.l0);
         }
-        return FEATURE_POOL_REGISTERED;
+        return HeaderFlyweight.FEATURE_POOL_REGISTERED;
     }
 
     /** A device index, or the index of the device whose UUID is {@code GPU-xxxxxxxx-xxxx-...}; -1 if none. */
@@ -344,10 +340,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     }
 
     private void message(String text) {
-        byte[] b = text.getBytes(StandardCharsets.US_ASCII);
-        int n = Math.min(b.length, SERVER_MESSAGE_SIZE - 1);
-        header.putBytes(SERVER_MESSAGE, b, 0, n);
-        header.putByte(SERVER_MESSAGE + n, (byte) 0);
+        header.serverMessage(text);
     }
 
     private long heartbeatMs() {
@@ -362,7 +355,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
     private void beat() {
         long period = TimeUnit.MILLISECONDS.toNanos(heartbeatMs());
         while (running) {
-            header.addLongRelease(SERVER_HEARTBEAT, 1);
+            header.addServerHeartbeatRelease(1);
             if (checkLiveness(System.nanoTime())) {
                 LockSupport.unpark(watcher);
             }
@@ -392,8 +385,8 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
                         workers[i] = null;
                         w = null;
                     }
-                    long owner = channels[i].getLongVolatile(ChannelLayout.OWNER);
-                    if (owner != 0 && w == null && channels[i].getIntVolatile(ChannelLayout.ATTACHED) == 0) {
+                    long owner = channels[i].getLongVolatile(ChannelFlyweight.OWNER_OFFSET);
+                    if (owner != 0 && w == null && channels[i].getIntVolatile(ChannelFlyweight.ATTACHED_OFFSET) == 0) {
                         ChannelWorker fresh = new ChannelWorker(vm, states[i], channels[i], owner, idleFor(i));
                         workers[i] = fresh;
                         fresh.start();
@@ -425,11 +418,11 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
             l.seenNow = false;
         }
         for (UnsafeBuffer c : channels) {
-            long owner = c.getLongVolatile(ChannelLayout.OWNER);
+            long owner = c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET);
             if (owner == 0) {
                 continue;
             }
-            if (c.getIntVolatile(ChannelLayout.ATTACHED) == 0) {
+            if (c.getIntVolatile(ChannelFlyweight.ATTACHED_OFFSET) == 0) {
                 watcherNeeded = true;
             }
             Liveness l = liveness.get(owner);
@@ -438,10 +431,10 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
                 l.fresh = true;
                 liveness.put(owner, l);
             }
-            l.sumNow += c.getLongVolatile(ChannelLayout.OWNER_HEARTBEAT);
+            l.sumNow += c.getLongVolatile(ChannelFlyweight.OWNER_HEARTBEAT_OFFSET);
             l.seenNow = true;
         }
-        long guestBeat = header.getLongVolatile(GUEST_HEARTBEAT);
+        long guestBeat = header.guestHeartbeatVolatile();
         long timeoutNs = TimeUnit.MILLISECONDS.toNanos(config.ownerTimeoutMs());
         for (var it = liveness.entrySet().iterator(); it.hasNext(); ) {
             it.next();
@@ -483,7 +476,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
                     if (w.alive()) {
                         LOG.warn("channel {}: worker still busy in a driver call after 10 s; freeing anyway", i);
                     }
-                    channels[i].compareAndSetLong(ChannelLayout.OWNER, token, 0);
+                    channels[i].compareAndSetLong(ChannelFlyweight.OWNER_OFFSET, token, 0);
                 }
             }
         }
@@ -510,7 +503,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         if (region == null) {
             return;
         }
-        header.putIntRelease(SERVER_STATE, STATE_STOPPING);
+        header.serverStateRelease(HeaderFlyweight.STATE_STOPPING);
         running = false;
         // both may sleep long (a doorbell watcher until woken): wake them to see running == false
         LockSupport.unpark(watcher);
@@ -558,7 +551,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         }
         vm.close();
         out.free();
-        header.putIntRelease(SERVER_STATE, STATE_STOPPED);
+        header.serverStateRelease(HeaderFlyweight.STATE_STOPPED);
         region.close();
         region = null;
         if (config.pidfile() != null) {

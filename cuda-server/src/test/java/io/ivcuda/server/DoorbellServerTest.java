@@ -10,8 +10,8 @@ import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.core.CuResult;
 import io.ivcuda.server.doorbell.FakeQemu;
 import io.ivcuda.server.gen.Opcodes;
-import io.ivcuda.server.region.ChannelLayout;
-import io.ivcuda.server.region.HeaderLayout;
+import io.ivcuda.wire.ChannelFlyweight;
+import io.ivcuda.wire.HeaderFlyweight;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -73,20 +73,20 @@ class DoorbellServerTest {
     }
 
     private static void awaitParked(Channel c) throws InterruptedException {
-        for (int i = 0; i < 20_000 && c.c.getIntVolatile(ChannelLayout.SERVER_PARKED) != 1; i++) {
+        for (int i = 0; i < 20_000 && c.c.getIntVolatile(ChannelFlyweight.SERVER_PARKED_OFFSET) != 1; i++) {
             Thread.sleep(1);
         }
-        assertEquals(1, c.c.getIntVolatile(ChannelLayout.SERVER_PARKED), "worker of channel " + c.index + " parked");
+        assertEquals(1, c.c.getIntVolatile(ChannelFlyweight.SERVER_PARKED_OFFSET), "worker of channel " + c.index + " parked");
     }
 
     @Test
     void headerSaysDoorbellAndFreeChannelsReadAsParked() {
-        assertEquals(HeaderLayout.FEATURE_DOORBELL,
-                guest.header.getLong(HeaderLayout.FEATURE_BITS, FakeGuest.LE) & HeaderLayout.FEATURE_DOORBELL);
-        assertEquals(VECTORS, guest.header.getInt(HeaderLayout.DOORBELL_VECTORS, FakeGuest.LE),
+        assertEquals(HeaderFlyweight.FEATURE_DOORBELL,
+                guest.header.getLong(HeaderFlyweight.FEATURE_BITS_OFFSET, FakeGuest.LE) & HeaderFlyweight.FEATURE_DOORBELL);
+        assertEquals(VECTORS, guest.header.getInt(HeaderFlyweight.DOORBELL_VECTORS_OFFSET, FakeGuest.LE),
                 "the header tells the guest the channel→vector modulus");
         Channel free = guest.claim(3, TOKEN);
-        assertEquals(1, free.c.getIntVolatile(ChannelLayout.SERVER_PARKED), "a claimer's hello must ring");
+        assertEquals(1, free.c.getIntVolatile(ChannelFlyweight.SERVER_PARKED_OFFSET), "a claimer's hello must ring");
         assertEquals(CuResult.SUCCESS, free.hello().result());
     }
 
@@ -156,10 +156,10 @@ class DoorbellServerTest {
     void aGuestWaitingForItsResponseGetsAnInterrupt() throws Exception {
         Channel ch = guest.claim(1, TOKEN);
         assertEquals(CuResult.SUCCESS, ch.hello().result());
-        ch.c.putIntVolatile(ChannelLayout.GUEST_WAITING, 1);
+        ch.c.putIntVolatile(ChannelFlyweight.GUEST_WAITING_OFFSET, 1);
         assertEquals(CuResult.SUCCESS, ch.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(4096)).result());
         assertTrue(qemu.interrupted(1, 5000), "MSI-X vector 1 raised for channel 1");
-        ch.c.putIntVolatile(ChannelLayout.GUEST_WAITING, 0);
+        ch.c.putIntVolatile(ChannelFlyweight.GUEST_WAITING_OFFSET, 0);
         assertEquals(CuResult.SUCCESS, ch.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(4096)).result());
         assertFalse(qemu.interrupted(1, 100), "no interrupt for a polling guest");
     }
@@ -193,12 +193,12 @@ class DoorbellServerTest {
         assertEquals(4096, server.vm().allocated());
         // the VM's heartbeat goes on, the owner's does not: the heartbeat thread finds it, the watcher reclaims
         long deadline = System.currentTimeMillis() + 15_000;
-        while ((ch.c.getLongVolatile(ChannelLayout.OWNER) != 0 || server.vm().allocated() != 0)
+        while ((ch.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET) != 0 || server.vm().allocated() != 0)
                 && System.currentTimeMillis() < deadline) {
-            guest.header.addLongRelease(HeaderLayout.GUEST_HEARTBEAT, 1);
+            guest.header.addLongRelease(HeaderFlyweight.GUEST_HEARTBEAT_OFFSET, 1);
             Thread.sleep(50);
         }
-        assertEquals(0, ch.c.getLongVolatile(ChannelLayout.OWNER), "channel released");
+        assertEquals(0, ch.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET), "channel released");
         assertEquals(0, server.vm().allocated(), "the owner's memory freed");
     }
 

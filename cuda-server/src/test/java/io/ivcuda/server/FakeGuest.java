@@ -1,11 +1,12 @@
 package io.ivcuda.server;
 
-import static io.ivcuda.server.region.ChannelLayout.*;
+import static io.ivcuda.wire.ChannelFlyweight.*;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ivcuda.server.gen.Opcodes;
-import io.ivcuda.server.region.HeaderLayout;
+import io.ivcuda.wire.HeaderFlyweight;
+import io.ivcuda.wire.RequestFlyweight;
 import io.ivcuda.server.region.Region;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -34,22 +35,22 @@ final class FakeGuest implements AutoCloseable {
     FakeGuest(Path file, long size) throws Exception {
         region = Region.openOrCreate(file, size);
         header = region.view(0, 4096);
-        assertEquals(HeaderLayout.STATE_READY, header.getIntVolatile(HeaderLayout.SERVER_STATE));
-        channelCount = header.getInt(HeaderLayout.CHANNEL_COUNT, LE);
-        stride = header.getInt(HeaderLayout.CHANNEL_STRIDE, LE);
-        requestSize = header.getInt(HeaderLayout.REQUEST_AREA_SIZE, LE);
-        responseSize = header.getInt(HeaderLayout.RESPONSE_AREA_SIZE, LE);
-        ringSize = header.getInt(HeaderLayout.RING_SIZE, LE);
-        windowSize = header.getInt(HeaderLayout.WINDOW_SIZE, LE);
-        poolOffset = header.getLong(HeaderLayout.POOL_OFFSET, LE);
-        poolSize = header.getLong(HeaderLayout.POOL_SIZE, LE);
+        assertEquals(HeaderFlyweight.STATE_READY, header.getIntVolatile(HeaderFlyweight.SERVER_STATE_OFFSET));
+        channelCount = header.getInt(HeaderFlyweight.CHANNEL_COUNT_OFFSET, LE);
+        stride = header.getInt(HeaderFlyweight.CHANNEL_STRIDE_OFFSET, LE);
+        requestSize = header.getInt(HeaderFlyweight.REQUEST_AREA_SIZE_OFFSET, LE);
+        responseSize = header.getInt(HeaderFlyweight.RESPONSE_AREA_SIZE_OFFSET, LE);
+        ringSize = header.getInt(HeaderFlyweight.RING_SIZE_OFFSET, LE);
+        windowSize = header.getInt(HeaderFlyweight.WINDOW_SIZE_OFFSET, LE);
+        poolOffset = header.getLong(HeaderFlyweight.POOL_OFFSET_OFFSET, LE);
+        poolSize = header.getLong(HeaderFlyweight.POOL_SIZE_OFFSET, LE);
     }
 
     Channel claim(int index, long token) {
-        UnsafeBuffer c = region.view(header.getLong(HeaderLayout.CHANNEL_TABLE_OFFSET, LE) + (long) index * stride, stride);
-        assertTrue(c.compareAndSetLong(OWNER, 0, token), "channel " + index + " is free");
-        c.putInt(OWNER_PID, (int) (token >>> 32), LE);
-        c.putInt(OWNER_TID, index, LE);
+        UnsafeBuffer c = region.view(header.getLong(HeaderFlyweight.CHANNEL_TABLE_OFFSET_OFFSET, LE) + (long) index * stride, stride);
+        assertTrue(c.compareAndSetLong(OWNER_OFFSET, 0, token), "channel " + index + " is free");
+        c.putInt(OWNER_PID_OFFSET, (int) (token >>> 32), LE);
+        c.putInt(OWNER_TID_OFFSET, index, LE);
         return new Channel(c, token, index);
     }
 
@@ -102,7 +103,7 @@ final class FakeGuest implements AutoCloseable {
     final class Channel {
         final UnsafeBuffer c;
         final long token;
-        final int req = REQUEST_AREA;
+        final int req = AREAS_OFFSET;
         final int resp;
         final int ring;
         final int window;
@@ -122,26 +123,26 @@ final class FakeGuest implements AutoCloseable {
         }
 
         Response callRaw(int opcode, int declaredLen, ExpandableArrayBuffer data, int dataLen) {
-            long seq = c.getLongVolatile(REQ_SEQ) + 1;
-            c.putInt(req + MSG_OPCODE_OR_RESULT, opcode, LE);
-            c.putInt(req + MSG_PAYLOAD_LEN, declaredLen, LE);
-            c.putLong(req + MSG_SEQ, seq, LE);
-            c.putBytes(req + MESSAGE_HEADER, data, 0, dataLen);
-            c.putLongRelease(REQ_SEQ, seq);
+            long seq = c.getLongVolatile(REQ_SEQ_OFFSET) + 1;
+            c.putInt(req + RequestFlyweight.OPCODE_OFFSET, opcode, LE);
+            c.putInt(req + RequestFlyweight.PAYLOAD_LEN_OFFSET, declaredLen, LE);
+            c.putLong(req + RequestFlyweight.SEQ_OFFSET, seq, LE);
+            c.putBytes(req + RequestFlyweight.LENGTH, data, 0, dataLen);
+            c.putLongRelease(REQ_SEQ_OFFSET, seq);
             ringIfParked();
             return awaitResponse(seq);
         }
 
         Response awaitResponse(long seq) {
             long deadline = System.nanoTime() + 20_000_000_000L;
-            while (c.getLongAcquire(RESP_SEQ) != seq) {
+            while (c.getLongAcquire(RESP_SEQ_OFFSET) != seq) {
                 if (System.nanoTime() > deadline) {
                     throw new AssertionError("no response to seq " + seq);
                 }
                 Thread.onSpinWait();
             }
-            assertEquals(seq, c.getLong(resp + MSG_SEQ, LE));
-            return new Response(c.getInt(resp, LE), c.getInt(resp + MSG_PAYLOAD_LEN, LE), c, resp + MESSAGE_HEADER);
+            assertEquals(seq, c.getLong(resp + RequestFlyweight.SEQ_OFFSET, LE));
+            return new Response(c.getInt(resp, LE), c.getInt(resp + RequestFlyweight.PAYLOAD_LEN_OFFSET, LE), c, resp + RequestFlyweight.LENGTH);
         }
 
         Response hello(long apiHash) {
@@ -156,14 +157,14 @@ final class FakeGuest implements AutoCloseable {
         /** Appends one ring record (PAD first when it would not fit before the end). */
         void post(int opcode, Payload p) {
             int total = 16 + p.len;
-            long tail = c.getLong(RING_TAIL, LE);
+            long tail = c.getLong(RING_TAIL_OFFSET, LE);
             int pos = (int) (tail & (ringSize - 1));
             if (ringSize - pos < total) {
                 awaitRoom(tail, ringSize - pos);
                 c.putInt(ring + pos, ringSize - pos, LE);
                 c.putInt(ring + pos + 4, Opcodes.PAD, LE);
                 tail += ringSize - pos;
-                c.putLongRelease(RING_TAIL, tail);
+                c.putLongRelease(RING_TAIL_OFFSET, tail);
                 pos = 0;
             }
             awaitRoom(tail, total);
@@ -171,12 +172,12 @@ final class FakeGuest implements AutoCloseable {
             c.putInt(ring + pos + 4, opcode, LE);
             c.putLong(ring + pos + 8, 0, LE);
             c.putBytes(ring + pos + 16, p.b, 0, p.len);
-            c.putLongRelease(RING_TAIL, tail + total);
+            c.putLongRelease(RING_TAIL_OFFSET, tail + total);
             ringIfParked();
         }
 
         private void awaitRoom(long tail, int len) {
-            while (tail + len - c.getLongAcquire(RING_HEAD) > ringSize) {
+            while (tail + len - c.getLongAcquire(RING_HEAD_OFFSET) > ringSize) {
                 Thread.onSpinWait();
             }
         }
@@ -185,14 +186,14 @@ final class FakeGuest implements AutoCloseable {
         Response htodStream(long dst, byte[] data) {
             long seq = publish(Opcodes.IVC_MEMCPY_HTOD_STREAM, new Payload().scalar(dst).scalar(0).scalar(data.length));
             int half = windowSize / 2;
-            long chunk = c.getLongAcquire(SERVER_CHUNK);
+            long chunk = c.getLongAcquire(SERVER_CHUNK_OFFSET);
             for (int done = 0; done < data.length; done += half, chunk++) {
-                while (c.getLongAcquire(SERVER_CHUNK) < chunk - 1) {
+                while (c.getLongAcquire(SERVER_CHUNK_OFFSET) < chunk - 1) {
                     Thread.onSpinWait();
                 }
                 int n = Math.min(half, data.length - done);
                 c.putBytes(window + (int) (chunk & 1) * half, data, done, n);
-                c.putLongRelease(GUEST_CHUNK, chunk + 1);
+                c.putLongRelease(GUEST_CHUNK_OFFSET, chunk + 1);
                 ringIfParked();
             }
             return awaitResponse(seq);
@@ -202,14 +203,14 @@ final class FakeGuest implements AutoCloseable {
         Response streamRequest(int opcode, Payload p, byte[] data) {
             long seq = publish(opcode, p);
             int half = windowSize / 2;
-            long chunk = c.getLongAcquire(SERVER_CHUNK);
+            long chunk = c.getLongAcquire(SERVER_CHUNK_OFFSET);
             for (int done = 0; done < data.length; done += half, chunk++) {
-                while (c.getLongAcquire(SERVER_CHUNK) < chunk - 1) {
+                while (c.getLongAcquire(SERVER_CHUNK_OFFSET) < chunk - 1) {
                     Thread.onSpinWait();
                 }
                 int n = Math.min(half, data.length - done);
                 c.putBytes(window + (int) (chunk & 1) * half, data, done, n);
-                c.putLongRelease(GUEST_CHUNK, chunk + 1);
+                c.putLongRelease(GUEST_CHUNK_OFFSET, chunk + 1);
                 ringIfParked();
             }
             return awaitResponse(seq);
@@ -219,26 +220,26 @@ final class FakeGuest implements AutoCloseable {
         Response dtohStream(long src, byte[] into) {
             long seq = publish(Opcodes.IVC_MEMCPY_DTOH_STREAM, new Payload().scalar(src).scalar(0).scalar(into.length));
             int half = windowSize / 2;
-            long chunk = c.getLongAcquire(GUEST_CHUNK);
+            long chunk = c.getLongAcquire(GUEST_CHUNK_OFFSET);
             for (int done = 0; done < into.length; done += half, chunk++) {
-                while (c.getLongAcquire(SERVER_CHUNK) < chunk + 1) {
+                while (c.getLongAcquire(SERVER_CHUNK_OFFSET) < chunk + 1) {
                     Thread.onSpinWait();
                 }
                 int n = Math.min(half, into.length - done);
                 c.getBytes(window + (int) (chunk & 1) * half, into, done, n);
-                c.putLongRelease(GUEST_CHUNK, chunk + 1);
+                c.putLongRelease(GUEST_CHUNK_OFFSET, chunk + 1);
                 ringIfParked();
             }
             return awaitResponse(seq);
         }
 
         private long publish(int opcode, Payload p) {
-            long seq = c.getLongVolatile(REQ_SEQ) + 1;
+            long seq = c.getLongVolatile(REQ_SEQ_OFFSET) + 1;
             c.putInt(req, opcode, LE);
-            c.putInt(req + MSG_PAYLOAD_LEN, p.len, LE);
-            c.putLong(req + MSG_SEQ, seq, LE);
-            c.putBytes(req + MESSAGE_HEADER, p.b, 0, p.len);
-            c.putLongRelease(REQ_SEQ, seq);
+            c.putInt(req + RequestFlyweight.PAYLOAD_LEN_OFFSET, p.len, LE);
+            c.putLong(req + RequestFlyweight.SEQ_OFFSET, seq, LE);
+            c.putBytes(req + RequestFlyweight.LENGTH, p.b, 0, p.len);
+            c.putLongRelease(REQ_SEQ_OFFSET, seq);
             ringIfParked();
             return seq;
         }
@@ -247,14 +248,14 @@ final class FakeGuest implements AutoCloseable {
         void ringIfParked() {
             if (bell != null) {
                 java.lang.invoke.VarHandle.fullFence();
-                if (c.getIntVolatile(SERVER_PARKED) == 1) {
+                if (c.getIntVolatile(SERVER_PARKED_OFFSET) == 1) {
                     bell.accept(index % vectors);
                 }
             }
         }
 
         void release() {
-            c.putLongRelease(OWNER, 0);
+            c.putLongRelease(OWNER_OFFSET, 0);
         }
     }
 }

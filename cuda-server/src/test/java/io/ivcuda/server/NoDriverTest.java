@@ -8,7 +8,7 @@ import io.ivcuda.server.FakeGuest.Payload;
 import io.ivcuda.server.backend.JnaCudaBackend;
 import io.ivcuda.server.core.CuResult;
 import io.ivcuda.server.gen.Opcodes;
-import io.ivcuda.server.region.HeaderLayout;
+import io.ivcuda.wire.HeaderFlyweight;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -28,7 +28,7 @@ class NoDriverTest {
                 List.of("region.path=" + region, "region.size=" + size, "channel.count=2")))) {
             server.start();
             try (FakeGuest guest = new FakeGuest(region, size)) {
-                assertEquals(0, guest.header.getInt(HeaderLayout.HOST_DRIVER_VERSION, FakeGuest.LE));
+                assertEquals(0, guest.header.getInt(HeaderFlyweight.HOST_DRIVER_VERSION_OFFSET, FakeGuest.LE));
                 Channel c = guest.claim(0, 99L << 32 | 1);
                 assertEquals(CuResult.SUCCESS, c.hello().result());
                 assertEquals(CuResult.NO_DEVICE, c.call(Opcodes.CU_INIT, new Payload().scalar(0)).result());

@@ -9,7 +9,7 @@ import io.ivcuda.server.FakeGuest.Payload;
 import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.core.CuResult;
 import io.ivcuda.server.gen.Opcodes;
-import io.ivcuda.server.region.ChannelLayout;
+import io.ivcuda.wire.ChannelFlyweight;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -98,12 +98,12 @@ class ServerIntegrationTest {
     /** The server released the channel (owner 0) and its worker left (attached 0). */
     private static void awaitReleased(Channel c) throws InterruptedException {
         long deadline = System.currentTimeMillis() + 5000;
-        while ((c.c.getLongVolatile(ChannelLayout.OWNER) != 0 || c.c.getIntVolatile(ChannelLayout.ATTACHED) != 0)
+        while ((c.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET) != 0 || c.c.getIntVolatile(ChannelFlyweight.ATTACHED_OFFSET) != 0)
                 && System.currentTimeMillis() < deadline) {
             Thread.sleep(1);
         }
-        assertEquals(0, c.c.getLongVolatile(ChannelLayout.OWNER));
-        assertEquals(0, c.c.getIntVolatile(ChannelLayout.ATTACHED));
+        assertEquals(0, c.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET));
+        assertEquals(0, c.c.getIntVolatile(ChannelFlyweight.ATTACHED_OFFSET));
     }
 
     @Test
@@ -217,9 +217,9 @@ class ServerIntegrationTest {
     void badRingTotalLenPoisonsTheChannel() {
         Channel c = greeted(0, TOKEN);
         int ring = c.ring;
-        long tail = c.c.getLong(ChannelLayout.RING_TAIL, FakeGuest.LE);
+        long tail = c.c.getLong(ChannelFlyweight.RING_TAIL_OFFSET, FakeGuest.LE);
         c.c.putInt(ring + (int) (tail & (guest.ringSize - 1)), 12, FakeGuest.LE); // not a multiple of 8
-        c.c.putLongRelease(ChannelLayout.RING_TAIL, tail + 16);
+        c.c.putLongRelease(ChannelFlyweight.RING_TAIL_OFFSET, tail + 16);
         assertEquals(CuResult.ILLEGAL_STATE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
         assertEquals(CuResult.ILLEGAL_STATE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
     }
@@ -227,7 +227,7 @@ class ServerIntegrationTest {
     @Test
     void tailBeyondHeadPlusRingSizePoisons() {
         Channel c = greeted(0, TOKEN);
-        c.c.putLongRelease(ChannelLayout.RING_TAIL, c.c.getLong(ChannelLayout.RING_HEAD, FakeGuest.LE) + guest.ringSize + 8);
+        c.c.putLongRelease(ChannelFlyweight.RING_TAIL_OFFSET, c.c.getLong(ChannelFlyweight.RING_HEAD_OFFSET, FakeGuest.LE) + guest.ringSize + 8);
         assertEquals(CuResult.ILLEGAL_STATE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
     }
 
@@ -284,7 +284,7 @@ class ServerIntegrationTest {
         assertEquals(0, server.vm().allocated());
         assertEquals(0, server.vm().pool().blockCount());
         assertEquals(0, server.vm().handles().size());
-        assertEquals(0, sibling.c.getLongVolatile(ChannelLayout.OWNER), "the sibling channel is released");
+        assertEquals(0, sibling.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET), "the sibling channel is released");
     }
 
     @Test
@@ -347,16 +347,16 @@ class ServerIntegrationTest {
         alloc(c, 4096);
         // nothing moves (a paused VM): the owner keeps its state
         Thread.sleep(500);
-        assertEquals(TOKEN, c.c.getLongVolatile(ChannelLayout.OWNER));
+        assertEquals(TOKEN, c.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET));
         assertEquals(4096, server.vm().allocated());
         // the VM's heartbeat goes on, the owner's does not: reclaimed
         long deadline = System.currentTimeMillis() + 10_000;
-        while ((c.c.getLongVolatile(ChannelLayout.OWNER) != 0 || server.vm().allocated() != 0)
+        while ((c.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET) != 0 || server.vm().allocated() != 0)
                 && System.currentTimeMillis() < deadline) {
-            guest.header.addLongRelease(io.ivcuda.server.region.HeaderLayout.GUEST_HEARTBEAT, 1);
+            guest.header.addLongRelease(io.ivcuda.wire.HeaderFlyweight.GUEST_HEARTBEAT_OFFSET, 1);
             Thread.sleep(20);
         }
-        assertEquals(0, c.c.getLongVolatile(ChannelLayout.OWNER));
+        assertEquals(0, c.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET));
         assertEquals(0, server.vm().allocated());
     }
 
@@ -387,7 +387,7 @@ class ServerIntegrationTest {
         back[0] = 1;
         assertEquals(CuResult.INVALID_VALUE, c.dtohStream(d, back).result());
         assertEquals(0, back[0], "refused chunks arrive zero-filled");
-        assertEquals(c.c.getLongVolatile(ChannelLayout.GUEST_CHUNK), c.c.getLongVolatile(ChannelLayout.SERVER_CHUNK));
+        assertEquals(c.c.getLongVolatile(ChannelFlyweight.GUEST_CHUNK_OFFSET), c.c.getLongVolatile(ChannelFlyweight.SERVER_CHUNK_OFFSET));
         // the channel goes on
         long e = alloc(c, big.length);
         assertEquals(CuResult.SUCCESS, c.htodStream(e, big).result());

@@ -1,5 +1,6 @@
 package io.ivcuda.hook;
 
+import io.ivcuda.wire.HeaderFlyweight;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
@@ -21,11 +22,11 @@ import java.nio.file.attribute.UserPrincipalNotFoundException;
  * user, group the QEMU group. Readiness is read from its header (docs/protocol.md §2).
  */
 final class RegionFile {
-    static final long MAGIC = 0x3130414455435649L;
-    static final int OFFSET_MAGIC = 0x00;
-    static final int OFFSET_SERVER_STATE = 0x18;
-    static final int OFFSET_SERVER_MESSAGE = 0x100;
-    static final int STATE_READY = 1;
+    static final long MAGIC = HeaderFlyweight.MAGIC;
+    static final int OFFSET_MAGIC = HeaderFlyweight.MAGIC_OFFSET;
+    static final int OFFSET_SERVER_STATE = HeaderFlyweight.SERVER_STATE_OFFSET;
+    static final int OFFSET_SERVER_MESSAGE = HeaderFlyweight.SERVER_MESSAGE_OFFSET;
+    static final int STATE_READY = HeaderFlyweight.STATE_READY;
 
     /** What the hook reads from a server's header: enough to know whether it is ready, or why not. */
     record Header(long magic, int serverState, String serverMessage) {
@@ -78,7 +79,7 @@ final class RegionFile {
     /** Reads the header; a file that is missing or shorter than a header reads as not ready. */
     static Header read(Path path) {
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
-            ByteBuffer buffer = ByteBuffer.allocate(OFFSET_SERVER_MESSAGE + 256).order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer buffer = ByteBuffer.allocate(OFFSET_SERVER_MESSAGE + HeaderFlyweight.SERVER_MESSAGE_LENGTH).order(ByteOrder.LITTLE_ENDIAN);
             while (buffer.hasRemaining() && channel.read(buffer) > 0) {
                 // fill
             }

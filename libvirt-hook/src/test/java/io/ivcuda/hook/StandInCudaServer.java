@@ -1,5 +1,6 @@
 package io.ivcuda.hook;
 
+import io.ivcuda.wire.HeaderFlyweight;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.io.Reader;
@@ -63,19 +64,20 @@ public final class StandInCudaServer {
                 System.exit(2);
             }
             region.setLength(size);
-            ByteBuffer header = ByteBuffer.allocate(0x80).order(ByteOrder.LITTLE_ENDIAN);
-            header.putLong(0x00, RegionFile.MAGIC);
-            header.putInt(0x08, 1);
-            header.putInt(0x0C, 4096);
-            header.putLong(0x10, size);
-            header.putLong(0x48, 4096);
-            header.putLong(0x60, size / 2); // pool_offset: the second half of the region
-            header.putLong(0x68, size / 2);
+            // Agrona's buffers need --add-exports on the command line: a plain ByteBuffer at the generated offsets
+            ByteBuffer header = ByteBuffer.allocate(HeaderFlyweight.LENGTH).order(ByteOrder.LITTLE_ENDIAN);
+            header.putLong(HeaderFlyweight.MAGIC_OFFSET, HeaderFlyweight.MAGIC);
+            header.putInt(HeaderFlyweight.PROTOCOL_VERSION_OFFSET, HeaderFlyweight.PROTOCOL_VERSION);
+            header.putInt(HeaderFlyweight.HEADER_SIZE_OFFSET, HeaderFlyweight.LENGTH);
+            header.putLong(HeaderFlyweight.REGION_SIZE_OFFSET, size);
+            header.putLong(HeaderFlyweight.CHANNEL_TABLE_OFFSET_OFFSET, HeaderFlyweight.LENGTH);
+            header.putLong(HeaderFlyweight.POOL_OFFSET_OFFSET, size / 2); // the pool: the second half of the region
+            header.putLong(HeaderFlyweight.POOL_SIZE_OFFSET, size / 2);
             region.seek(0);
             region.write(header.array());
             // server_state last, as the protocol demands.
-            region.seek(RegionFile.OFFSET_SERVER_STATE);
-            region.write(new byte[] {RegionFile.STATE_READY, 0, 0, 0});
+            region.seek(HeaderFlyweight.SERVER_STATE_OFFSET);
+            region.write(new byte[] {HeaderFlyweight.STATE_READY, 0, 0, 0});
         }
         if (pidfile != null) {
             Files.writeString(pidfile, ProcessHandle.current().pid() + "\n");

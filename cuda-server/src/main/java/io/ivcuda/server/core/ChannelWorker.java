@@ -1,6 +1,10 @@
 package io.ivcuda.server.core;
 
-import static io.ivcuda.server.region.ChannelLayout.*;
+import static io.ivcuda.wire.ChannelFlyweight.*;
+
+import io.ivcuda.wire.RecordFlyweight;
+import io.ivcuda.wire.RequestFlyweight;
+import io.ivcuda.wire.ResponseFlyweight;
 
 import io.ivcuda.server.gen.Dispatcher;
 import io.ivcuda.server.gen.Opcodes;
@@ -63,7 +67,7 @@ public final class ChannelWorker implements Runnable {
     }
 
     public int ownerPid() {
-        return channel.getInt(OWNER_PID, LE);
+        return channel.getInt(OWNER_PID_OFFSET, LE);
     }
 
     public UnsafeBuffer channel() {
@@ -98,16 +102,16 @@ public final class ChannelWorker implements Runnable {
 
     /** New work on the channel, or a reason to stop: ends an idle wait. */
     private boolean hasWork() {
-        return channel.getLongVolatile(REQ_SEQ) != state.lastSeq
-                || (channel.getLongVolatile(RING_TAIL) != state.ringHead && !poisoned) || stopping();
+        return channel.getLongVolatile(REQ_SEQ_OFFSET) != state.lastSeq
+                || (channel.getLongVolatile(RING_TAIL_OFFSET) != state.ringHead && !poisoned) || stopping();
     }
 
     private boolean chunkArrived() {
-        return channel.getLongVolatile(GUEST_CHUNK) - chunkTarget >= 0 || stopping();
+        return channel.getLongVolatile(GUEST_CHUNK_OFFSET) - chunkTarget >= 0 || stopping();
     }
 
     public boolean stopping() {
-        return stop || channel.getLongVolatile(OWNER) != token;
+        return stop || channel.getLongVolatile(OWNER_OFFSET) != token;
     }
 
     public void join(long millis) throws InterruptedException {
@@ -131,10 +135,10 @@ public final class ChannelWorker implements Runnable {
 
     @Override
     public void run() {
-        channel.putIntRelease(ATTACHED, 1);
+        channel.putIntRelease(ATTACHED_OFFSET, 1);
         try {
             while (!stopping()) {
-                long req = channel.getLongAcquire(REQ_SEQ);
+                long req = channel.getLongAcquire(REQ_SEQ_OFFSET);
                 if (req != state.lastSeq) {
                     // The guest stores owner before it publishes req_seq: a request seen here with
                     // the owner no longer ours is the next process's first one (its hello), for
@@ -146,7 +150,7 @@ public final class ChannelWorker implements Runnable {
                     idle.reset();
                     continue;
                 }
-                long tail = channel.getLongAcquire(RING_TAIL);
+                long tail = channel.getLongAcquire(RING_TAIL_OFFSET);
                 if (tail != state.ringHead && !poisoned) {
                     if (stopping()) {
                         break; // the same for the next owner's ring records
@@ -163,7 +167,7 @@ public final class ChannelWorker implements Runnable {
             handlers.detach();
             detach();
             if (releaseOnExit) {
-                channel.compareAndSetLong(OWNER, token, 0);
+                channel.compareAndSetLong(OWNER_OFFSET, token, 0);
             }
             finished = true;
             idle.detached();
@@ -178,41 +182,41 @@ public final class ChannelWorker implements Runnable {
      * its first request, which is not ours to answer.
      */
     private void detach() {
-        if (channel.getLongVolatile(OWNER) == token) {
-            long pending = channel.getLongAcquire(REQ_SEQ);
+        if (channel.getLongVolatile(OWNER_OFFSET) == token) {
+            long pending = channel.getLongAcquire(REQ_SEQ_OFFSET);
             if (pending != state.lastSeq) {
                 // a request published but never served: answer it so the guest does not read a stale response
                 int responseArea = layout.responseAreaOffset();
-                channel.putInt(responseArea + MSG_OPCODE_OR_RESULT, CuResult.NOT_INITIALIZED, LE);
-                channel.putInt(responseArea + MSG_PAYLOAD_LEN, 0, LE);
-                channel.putLong(responseArea + MSG_SEQ, pending, LE);
+                channel.putInt(responseArea + ResponseFlyweight.RESULT_OFFSET, CuResult.NOT_INITIALIZED, LE);
+                channel.putInt(responseArea + ResponseFlyweight.PAYLOAD_LEN_OFFSET, 0, LE);
+                channel.putLong(responseArea + ResponseFlyweight.SEQ_OFFSET, pending, LE);
             }
             state.lastSeq = pending;
-            state.ringHead = channel.getLongAcquire(RING_TAIL);
-            state.serverChunk = channel.getLongAcquire(GUEST_CHUNK);
-            channel.putLongRelease(RING_HEAD, state.ringHead);
-            channel.putLongRelease(SERVER_CHUNK, state.serverChunk);
-            channel.putLongRelease(RESP_SEQ, state.lastSeq);
+            state.ringHead = channel.getLongAcquire(RING_TAIL_OFFSET);
+            state.serverChunk = channel.getLongAcquire(GUEST_CHUNK_OFFSET);
+            channel.putLongRelease(RING_HEAD_OFFSET, state.ringHead);
+            channel.putLongRelease(SERVER_CHUNK_OFFSET, state.serverChunk);
+            channel.putLongRelease(RESP_SEQ_OFFSET, state.lastSeq);
             idle.published(); // a guest sleeping on its interrupt learns at once
         }
-        channel.putIntRelease(ATTACHED, 0);
+        channel.putIntRelease(ATTACHED_OFFSET, 0);
     }
 
     private void serveRequest(long req) {
         int requestArea = layout.requestAreaOffset();
         int responseArea = layout.responseAreaOffset();
-        int opcode = channel.getInt(requestArea + MSG_OPCODE_OR_RESULT, LE);
-        int payloadLen = channel.getInt(requestArea + MSG_PAYLOAD_LEN, LE);
-        long seq = channel.getLong(requestArea + MSG_SEQ, LE);
+        int opcode = channel.getInt(requestArea + RequestFlyweight.OPCODE_OFFSET, LE);
+        int payloadLen = channel.getInt(requestArea + RequestFlyweight.PAYLOAD_LEN_OFFSET, LE);
+        long seq = channel.getLong(requestArea + RequestFlyweight.SEQ_OFFSET, LE);
         currentOpcode = opcode;
         // everything the thread queued before the call runs before it
-        long tail = channel.getLongAcquire(RING_TAIL);
+        long tail = channel.getLongAcquire(RING_TAIL_OFFSET);
         if (tail != state.ringHead && !poisoned) {
             drainRing(tail);
         }
         int result;
-        reply.target(channel, responseArea + MESSAGE_HEADER);
-        int room = layout.responseAreaSize() - MESSAGE_HEADER;
+        reply.target(channel, responseArea + RequestFlyweight.LENGTH);
+        int room = layout.responseAreaSize() - RequestFlyweight.LENGTH;
         int responseLen = 0;
         String fault = null;
         if (req != state.lastSeq + 1) {
@@ -226,12 +230,12 @@ public final class ChannelWorker implements Runnable {
         } else if (!handlers.greeted() && opcode != Opcodes.IVC_HELLO) {
             result = CuResult.NOT_INITIALIZED;
             fault = "opcode (first request must be ivc_hello)";
-        } else if (payloadLen < 0 || payloadLen > layout.requestAreaSize() - MESSAGE_HEADER) {
+        } else if (payloadLen < 0 || payloadLen > layout.requestAreaSize() - RequestFlyweight.LENGTH) {
             result = CuResult.INVALID_VALUE;
             fault = "payload_len (" + Integer.toUnsignedString(payloadLen) + ")";
         } else {
             try {
-                result = Dispatcher.sync(handlers, opcode, channel, requestArea + MESSAGE_HEADER, payloadLen, reply, room);
+                result = Dispatcher.sync(handlers, opcode, channel, requestArea + RequestFlyweight.LENGTH, payloadLen, reply, room);
                 fault = reply.fault();
                 responseLen = fault == null ? reply.payloadLength() : 0;
             } catch (RuntimeException e) {
@@ -253,11 +257,11 @@ public final class ChannelWorker implements Runnable {
             LOG.warn("channel {} pid {} {}: {} at fault → {}", state.index, ownerPid(), Opcodes.name(opcode), fault,
                     CuResult.name(result));
         }
-        channel.putInt(responseArea + MSG_OPCODE_OR_RESULT, result, LE);
-        channel.putInt(responseArea + MSG_PAYLOAD_LEN, responseLen, LE);
-        channel.putLong(responseArea + MSG_SEQ, req, LE);
+        channel.putInt(responseArea + ResponseFlyweight.RESULT_OFFSET, result, LE);
+        channel.putInt(responseArea + ResponseFlyweight.PAYLOAD_LEN_OFFSET, responseLen, LE);
+        channel.putLong(responseArea + ResponseFlyweight.SEQ_OFFSET, req, LE);
         state.lastSeq = req;
-        channel.putLongRelease(RESP_SEQ, req);
+        channel.putLongRelease(RESP_SEQ_OFFSET, req);
         idle.published();
         if (result == CuResult.NOT_INITIALIZED && !handlers.greeted()) {
             // a channel whose first request is not a valid hello is reclaimed (§3), once at rest
@@ -280,19 +284,19 @@ public final class ChannelWorker implements Runnable {
         }
         while (head != tail && !poisoned) {
             int pos = (int) (head & ringMask);
-            int total = channel.getInt(ring + pos + RECORD_TOTAL_LEN, LE);
-            int opcode = channel.getInt(ring + pos + RECORD_OPCODE, LE);
+            int total = channel.getInt(ring + pos + RecordFlyweight.TOTAL_LEN_OFFSET, LE);
+            int opcode = channel.getInt(ring + pos + RecordFlyweight.OPCODE_OFFSET, LE);
             currentOpcode = opcode;
             if (total < 8 || (total & 7) != 0 || total > ringSize - pos || total > tail - head
-                    || (opcode != Opcodes.PAD && total < RECORD_HEADER)) {
+                    || (opcode != Opcodes.PAD && total < RecordFlyweight.LENGTH)) {
                 poison("total_len (" + Integer.toUnsignedString(total) + " at ring position " + pos + ")");
                 return;
             }
             if (opcode != Opcodes.PAD) {
                 int result;
                 try {
-                    result = Dispatcher.async(handlers, opcode, channel, ring + pos + RECORD_HEADER,
-                            total - RECORD_HEADER, reply, 0);
+                    result = Dispatcher.async(handlers, opcode, channel, ring + pos + RecordFlyweight.LENGTH,
+                            total - RecordFlyweight.LENGTH, reply, 0);
                 } catch (RuntimeException e) {
                     LOG.error("channel {} pid {} {}: handler failed", state.index, ownerPid(), Opcodes.name(opcode), e);
                     result = CuResult.UNKNOWN;
@@ -312,12 +316,12 @@ public final class ChannelWorker implements Runnable {
             // Publishing the head costs the guest a cache miss when it reads it: do it per
             // quarter ring, and once at the end, not per record.
             if (head - published >= ringSize / 4) {
-                channel.putLongRelease(RING_HEAD, head);
+                channel.putLongRelease(RING_HEAD_OFFSET, head);
                 published = head;
             }
         }
         if (published != head) {
-            channel.putLongRelease(RING_HEAD, head);
+            channel.putLongRelease(RING_HEAD_OFFSET, head);
         }
     }
 
@@ -331,7 +335,7 @@ public final class ChannelWorker implements Runnable {
     boolean awaitGuestChunk(long target) {
         idle.reset();
         chunkTarget = target;
-        while (channel.getLongAcquire(GUEST_CHUNK) - target < 0) {
+        while (channel.getLongAcquire(GUEST_CHUNK_OFFSET) - target < 0) {
             if (stopping()) {
                 return false;
             }
@@ -343,7 +347,7 @@ public final class ChannelWorker implements Runnable {
 
     void publishServerChunk(long value) {
         state.serverChunk = value;
-        channel.putLongRelease(SERVER_CHUNK, value);
+        channel.putLongRelease(SERVER_CHUNK_OFFSET, value);
         idle.published();
     }
 

@@ -1,7 +1,7 @@
 package io.ivcuda.server.core;
 
-import static io.ivcuda.server.region.ChannelLayout.GUEST_WAITING;
-import static io.ivcuda.server.region.ChannelLayout.SERVER_PARKED;
+import static io.ivcuda.wire.ChannelFlyweight.GUEST_WAITING_OFFSET;
+import static io.ivcuda.wire.ChannelFlyweight.SERVER_PARKED_OFFSET;
 
 import io.ivcuda.server.doorbell.Doorbells;
 import java.lang.invoke.VarHandle;
@@ -82,7 +82,7 @@ public final class DoorbellIdle implements IdleWait {
     private void park(WorkCheck check) {
         long rung = doorbells.rings(vector);
         doorbells.parking(index, Thread.currentThread());
-        channel.putIntVolatile(SERVER_PARKED, 1);
+        channel.putIntVolatile(SERVER_PARKED_OFFSET, 1);
         VarHandle.fullFence();
         long deadline = System.nanoTime() + currentTimeoutNs;
         while (!check.ready() && doorbells.rings(vector) == rung) {
@@ -94,7 +94,7 @@ public final class DoorbellIdle implements IdleWait {
             }
             LockSupport.parkNanos(this, left);
         }
-        channel.putIntVolatile(SERVER_PARKED, 0);
+        channel.putIntVolatile(SERVER_PARKED_OFFSET, 0);
         doorbells.parking(index, null);
         parks++;
     }
@@ -109,7 +109,7 @@ public final class DoorbellIdle implements IdleWait {
         // store resp_seq/server_chunk, fence, load guest_waiting: pairs with the guest's
         // store guest_waiting, fence, load resp_seq (§8)
         VarHandle.fullFence();
-        if (channel.getIntVolatile(GUEST_WAITING) == 1) {
+        if (channel.getIntVolatile(GUEST_WAITING_OFFSET) == 1) {
             interruptGuest.accept(vector);
         }
     }
@@ -118,7 +118,7 @@ public final class DoorbellIdle implements IdleWait {
     public void detached() {
         // a free channel reads as parked, so the next claimer's ivc_hello rings; the ring (or
         // this nudge) sends the watcher to attach a worker
-        channel.putIntVolatile(SERVER_PARKED, 1);
+        channel.putIntVolatile(SERVER_PARKED_OFFSET, 1);
         VarHandle.fullFence();
         doorbells.nudgeWatcher();
     }

@@ -7,7 +7,7 @@ import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.gen.Handler;
 import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.server.gen.Reply;
-import io.ivcuda.server.region.HeaderLayout;
+import io.ivcuda.wire.HeaderFlyweight;
 import io.ivcuda.server.region.Layout;
 import java.nio.charset.StandardCharsets;
 import org.agrona.DirectBuffer;
@@ -76,12 +76,12 @@ public final class RequestHandlers implements Handler {
     @Override
     public int ivc_hello(Reply r, int protocolVersion, long apiHash, int pid, int tid, String libraryVersion,
                          int messageCapacity) {
-        r.set(0, HeaderLayout.PROTOCOL_VERSION_VALUE);
+        r.set(0, HeaderFlyweight.PROTOCOL_VERSION);
         r.set(1, Opcodes.API_HASH);
         r.set(2, vm.hostDriverVersion());
         String problem = null;
-        if (protocolVersion != HeaderLayout.PROTOCOL_VERSION_VALUE) {
-            problem = "guest speaks protocol " + protocolVersion + ", server speaks " + HeaderLayout.PROTOCOL_VERSION_VALUE;
+        if (protocolVersion != HeaderFlyweight.PROTOCOL_VERSION) {
+            problem = "guest speaks protocol " + protocolVersion + ", server speaks " + HeaderFlyweight.PROTOCOL_VERSION;
         } else if (apiHash != Opcodes.API_HASH) {
             problem = "guest API hash " + Long.toHexString(apiHash) + ", server API hash " + Long.toHexString(Opcodes.API_HASH);
         }
