@@ -12,6 +12,8 @@ class CEmitterTest {
 
     private static final String DESCRIPTION = """
             api 13000
+            result CUDA_ERROR_INVALID_HANDLE 400
+            handle stream 4 CUDA_ERROR_INVALID_HANDLE
             type int i32
             type size_t u64
             type CUresult i32

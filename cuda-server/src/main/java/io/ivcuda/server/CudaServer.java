@@ -4,15 +4,16 @@ import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.backend.JnaCudaBackend;
 import io.ivcuda.server.backend.Out;
-import io.ivcuda.server.core.ChannelState;
-import io.ivcuda.server.core.ChannelWorker;
+import io.ivcuda.server.channel.ChannelState;
+import io.ivcuda.server.channel.ChannelWorker;
+import io.ivcuda.server.channel.DoorbellIdle;
+import io.ivcuda.server.channel.IdleWait;
+import io.ivcuda.server.channel.PlainIdle;
 import io.ivcuda.server.core.CuResult;
-import io.ivcuda.server.core.DoorbellIdle;
-import io.ivcuda.server.core.IdleWait;
-import io.ivcuda.server.core.PlainIdle;
-import io.ivcuda.server.core.ServerHooks;
 import io.ivcuda.server.core.Vm;
 import io.ivcuda.server.doorbell.Doorbells;
+import io.ivcuda.server.handler.ChannelHandlers;
+import io.ivcuda.server.handler.Reclaimer;
 import io.ivcuda.server.doorbell.EventFd;
 import io.ivcuda.server.doorbell.IvshmemServer;
 import io.ivcuda.server.doorbell.NativeFiles;
@@ -44,7 +45,7 @@ import org.apache.logging.log4j.Logger;
  * before READY) and its idle threads sleep until the guest rings: an idle VM's server wakes one
  * thread once a second, the heartbeat; when QEMU leaves, the VM is gone and so is this server.
  */
-public final class CudaServer implements ServerHooks, AutoCloseable {
+public final class CudaServer implements Reclaimer, AutoCloseable {
     private static final Logger LOG = LogManager.getLogger(CudaServer.class);
     private static final int CU_MEMHOSTREGISTER_PORTABLE = 1;
     private static final int CU_MEMHOSTREGISTER_DEVICEMAP = 2;
@@ -181,7 +182,6 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         vm = new Vm(region, layout, backend, config.memoryQuota());
         long features = initDriver() | (config.doorbell() ? HeaderFlyweight.FEATURE_DOORBELL : 0);
         header.featureBits(features).hostDriverVersion(vm.hostDriverVersion());
-        vm.hooks(this);
 
         running = true;
         watcher = new Thread(this::watch, "channel-watcher");
@@ -376,7 +376,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
             for (Long token = reclaimsDue.poll(); token != null && running; token = reclaimsDue.poll()) {
                 LOG.warn("owner pid {} (token {}): heartbeat stopped for {} ms while the VM's went on: reclaiming",
                         token >>> 32, Long.toHexString(token), config.ownerTimeoutMs());
-                reclaim(token, null);
+                reclaim(token, -1);
             }
             synchronized (this) {
                 for (int i = 0; i < channels.length && running; i++) {
@@ -387,7 +387,10 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
                     }
                     long owner = channels[i].getLongVolatile(ChannelFlyweight.OWNER_OFFSET);
                     if (owner != 0 && w == null && channels[i].getIntVolatile(ChannelFlyweight.ATTACHED_OFFSET) == 0) {
-                        ChannelWorker fresh = new ChannelWorker(vm, states[i], channels[i], owner, idleFor(i));
+                        int index = i;
+                        UnsafeBuffer channel = channels[i];
+                        ChannelWorker fresh = new ChannelWorker(states[i], channel, owner, layout, idleFor(i),
+                                chunks -> new ChannelHandlers(vm, index, owner, channel, chunks, this));
                         workers[i] = fresh;
                         fresh.start();
                         lastClaimNs = System.nanoTime();
@@ -456,18 +459,19 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
         return watcherNeeded;
     }
 
-    /** Stops the token's workers (except {@code caller}), releases its channels and frees its resources. */
-    private void reclaim(long token, ChannelWorker caller) {
+    /** Stops the token's workers (except {@code caller}'s), releases its channels and frees its resources. */
+    @Override
+    public void reclaim(long token, int caller) {
         synchronized (this) {
             for (int i = 0; i < channels.length; i++) {
                 ChannelWorker w = workers[i];
-                if (w != null && w.token() == token && w != caller) {
+                if (w != null && w.token() == token && w.index() != caller) {
                     w.stop();
                 }
             }
             for (int i = 0; i < channels.length; i++) {
                 ChannelWorker w = workers[i];
-                if (w != null && w.token() == token && w != caller) {
+                if (w != null && w.token() == token && w.index() != caller) {
                     try {
                         w.join(10_000);
                     } catch (InterruptedException e) {
@@ -490,12 +494,7 @@ public final class CudaServer implements ServerHooks, AutoCloseable {
 
     /** Reclaims a token from a watcher-independent caller (tests, liveness). */
     public void reclaim(long token) {
-        reclaim(token, null);
-    }
-
-    @Override
-    public void reclaimFromWorker(long token, ChannelWorker caller) {
-        reclaim(token, caller);
+        reclaim(token, -1);
     }
 
     @Override

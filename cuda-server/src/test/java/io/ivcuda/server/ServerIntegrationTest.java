@@ -122,6 +122,20 @@ class ServerIntegrationTest {
     }
 
     @Test
+    void aPrimaryContextIsReleasedNeverDestroyedAndADeviceOtherThan0IsRefused() {
+        Channel a = greeted(0, TOKEN);
+        long primary = a.call(Opcodes.CU_DEVICE_PRIMARY_CTX_RETAIN, new Payload().scalar(0)).out(0);
+        assertEquals(CuResult.INVALID_CONTEXT, a.call(Opcodes.CU_CTX_DESTROY_V2, new Payload().scalar(primary)).result());
+        assertEquals(CuResult.SUCCESS, a.call(Opcodes.CU_CTX_SET_CURRENT, new Payload().scalar(primary)).result(),
+                "still usable after the refused destroy");
+        assertEquals(CuResult.INVALID_DEVICE, a.call(Opcodes.CU_DEVICE_PRIMARY_CTX_RETAIN, new Payload().scalar(1)).result());
+        long ctx = a.call(Opcodes.CU_CTX_CREATE_V2, new Payload().scalar(0).scalar(0)).out(0);
+        assertEquals(CuResult.SUCCESS, a.call(Opcodes.CU_CTX_DESTROY_V2, new Payload().scalar(ctx)).result());
+        assertEquals(CuResult.INVALID_CONTEXT, a.call(Opcodes.CU_CTX_DESTROY_V2, new Payload().scalar(ctx)).result(),
+                "destroyed once");
+    }
+
+    @Test
     void inlineCopiesRoundTripAndOutsideRangesAreRefused() {
         Channel c = greeted(0, TOKEN);
         long d = alloc(c, 1000);

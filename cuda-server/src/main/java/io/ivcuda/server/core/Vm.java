@@ -33,7 +33,7 @@ public final class Vm {
     private volatile long poolDevicePointer;
     private volatile int hostDriverVersion;
     private volatile int initResult = CuResult.NOT_INITIALIZED;
-    private volatile ServerHooks hooks;
+    private final AtomicLong moduleUnloads = new AtomicLong();
 
     public Vm(Region region, Layout layout, CudaBackend backend, long memoryQuota) {
         this.region = region;
@@ -41,14 +41,6 @@ public final class Vm {
         this.backend = backend;
         this.memoryQuota = memoryQuota;
         this.pool = new PoolAllocator(layout.poolSize());
-    }
-
-    public ServerHooks hooks() {
-        return hooks;
-    }
-
-    public void hooks(ServerHooks serverHooks) {
-        hooks = serverHooks;
     }
 
     public Region region() {
@@ -125,6 +117,15 @@ public final class Vm {
         return images;
     }
 
+    /** How many modules were unloaded so far: a native function's address may be reused after one. */
+    public long moduleUnloads() {
+        return moduleUnloads.get();
+    }
+
+    public void moduleUnloaded() {
+        moduleUnloads.incrementAndGet();
+    }
+
     /** Reserves quota for {@code bytes}; false (and a log line) when the VM's quota would be exceeded. */
     public boolean reserve(long bytes, String who) {
         if (memoryQuota <= 0) {
@@ -199,7 +200,10 @@ public final class Vm {
                 switch (kind) {
                     case HandleTable.KIND_EVENT -> withContext(e.extra(), out, () -> backend.eventDestroy(e.nativeValue()));
                     case HandleTable.KIND_STREAM -> withContext(e.extra(), out, () -> backend.streamDestroy(e.nativeValue()));
-                    case HandleTable.KIND_MODULE -> withContext(e.extra(), out, () -> backend.moduleUnload(e.nativeValue()));
+                    case HandleTable.KIND_MODULE -> {
+                        withContext(e.extra(), out, () -> backend.moduleUnload(e.nativeValue()));
+                        moduleUnloaded();
+                    }
                     case HandleTable.KIND_CTX -> {
                         if (e.extra() == 0) {
                             backend.ctxDestroy(e.nativeValue());

@@ -1,4 +1,4 @@
-package io.ivcuda.server.core;
+package io.ivcuda.server.channel;
 
 import static io.ivcuda.wire.ChannelFlyweight.GUEST_WAITING_OFFSET;
 import static io.ivcuda.wire.ChannelFlyweight.SERVER_PARKED_OFFSET;
