@@ -40,13 +40,13 @@ class LaunchAndModuleTest {
         public int moduleLoadData(Out o, long image) {
             loadedImageFirstLong = UnsafeApi.getLong(image);
             loads++;
-            o.l0 = 0xAA00;
+            o.handle = 0xAA00;
             return CuResult.SUCCESS;
         }
 
         @Override
         public int moduleGetFunction(Out o, long module, String name) {
-            o.l0 = module + 1;
+            o.handle = module + 1;
             return name.equals("kernel") ? CuResult.SUCCESS : CuResult.NOT_FOUND;
         }
 
@@ -55,8 +55,8 @@ class LaunchAndModuleTest {
             if (index >= PARAMS.length) {
                 return CuResult.INVALID_VALUE;
             }
-            o.l0 = PARAMS[(int) index][0];
-            o.l1 = PARAMS[(int) index][1];
+            o.offset = PARAMS[(int) index][0];
+            o.bytes = PARAMS[(int) index][1];
             return CuResult.SUCCESS;
         }
 

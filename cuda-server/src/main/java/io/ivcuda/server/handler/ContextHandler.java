@@ -47,7 +47,7 @@ final class ContextHandler implements ContextCalls {
     public int cuCtxCreate_v2(Reply r, int flags, int dev) {
         int result = session.cuda.ctxCreate(session.out, flags, dev);
         if (result == CuResult.SUCCESS) {
-            r.set(0, session.vm.handles().mint(KIND_CTX, session.token(), session.out.l0, 0));
+            r.set(0, session.vm.handles().mint(KIND_CTX, session.token(), session.out.handle, 0));
         }
         return result;
     }
@@ -117,21 +117,21 @@ final class ContextHandler implements ContextCalls {
     @Override
     public int cuCtxGetFlags(Reply r) {
         int result = session.cuda.ctxGetFlags(session.out);
-        r.set(0, session.out.i0);
+        r.set(0, session.out.value);
         return result;
     }
 
     @Override
     public int cuCtxGetApiVersion(Reply r, long ctx) {
         int result = session.cuda.ctxGetApiVersion(session.out, ctx);
-        r.set(0, session.out.i0);
+        r.set(0, session.out.value);
         return result;
     }
 
     @Override
     public int cuCtxGetLimit(Reply r, int limit) {
         int result = session.cuda.ctxGetLimit(session.out, limit);
-        r.set(0, session.out.l0);
+        r.set(0, session.out.bytes);
         return result;
     }
 
@@ -143,8 +143,8 @@ final class ContextHandler implements ContextCalls {
     @Override
     public int cuCtxGetStreamPriorityRange(Reply r) {
         int result = session.cuda.ctxGetStreamPriorityRange(session.out);
-        r.set(0, session.out.i0);
-        r.set(1, session.out.i1);
+        r.set(0, session.out.value);
+        r.set(1, session.out.greatestPriority);
         return result;
     }
 
@@ -154,9 +154,9 @@ final class ContextHandler implements ContextCalls {
         if (result == CuResult.SUCCESS) {
             Owner owner = session.owner();
             owner.primaryRetains().incrementAndGet();
-            HandleTable.Entry e = session.vm.handles().findNative(KIND_CTX, owner.token(), session.out.l0);
+            HandleTable.Entry e = session.vm.handles().findNative(KIND_CTX, owner.token(), session.out.handle);
             // extra 1 marks the primary context: never destroyed by reclaim, only released
-            r.set(0, e != null ? e.id() : session.vm.handles().mint(KIND_CTX, owner.token(), session.out.l0, 1));
+            r.set(0, e != null ? e.id() : session.vm.handles().mint(KIND_CTX, owner.token(), session.out.handle, 1));
         }
         return result;
     }
@@ -184,7 +184,7 @@ final class ContextHandler implements ContextCalls {
     @Override
     public int cuDevicePrimaryCtxGetState(Reply r, int dev) {
         int result = session.cuda.primaryCtxGetState(session.out, dev);
-        r.set(0, session.out.i0);
+        r.set(0, session.out.value);
         // Active as this guest process sees it: the server's own retain (for the region's
         // registration) and other processes' retains must not show, as they would not natively.
         r.set(1, session.owner().primaryRetains().get() > 0 ? 1 : 0);

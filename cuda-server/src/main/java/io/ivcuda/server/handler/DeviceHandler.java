@@ -109,14 +109,14 @@ final class DeviceHandler implements DeviceCalls {
     @Override
     public int cuDeviceTotalMem_v2(Reply r, int dev) {
         int result = session.cuda.deviceTotalMem(session.out, dev);
-        r.set(0, session.out.l0);
+        r.set(0, session.out.bytes);
         return result;
     }
 
     @Override
     public int cuDeviceGetAttribute(Reply r, int attrib, int dev) {
         int result = session.cuda.deviceGetAttribute(session.out, attrib, dev);
-        r.set(0, session.out.i0);
+        r.set(0, session.out.value);
         return result;
     }
 }

@@ -31,7 +31,7 @@ final class LaunchHandler implements LaunchCalls {
     @Override
     public int cuFuncGetAttribute(Reply r, int attrib, long hfunc) {
         int result = session.cuda.funcGetAttribute(session.out, attrib, hfunc);
-        r.set(0, session.out.i0);
+        r.set(0, session.out.value);
         return result;
     }
 
@@ -48,8 +48,8 @@ final class LaunchHandler implements LaunchCalls {
     @Override
     public int cuFuncGetParamInfo(Reply r, long func, long paramIndex) {
         int result = session.cuda.funcGetParamInfo(session.out, func, paramIndex);
-        r.set(0, session.out.l0);
-        r.set(1, session.out.l1);
+        r.set(0, session.out.offset);
+        r.set(1, session.out.bytes);
         return result;
     }
 
@@ -63,7 +63,7 @@ final class LaunchHandler implements LaunchCalls {
                                                                      long dynamicSMemSize, int flags) {
         int result = session.cuda.occupancyMaxActiveBlocksPerMultiprocessor(session.out, func, blockSize,
                 dynamicSMemSize, flags);
-        r.set(0, session.out.i0);
+        r.set(0, session.out.value);
         return result;
     }
 
@@ -94,14 +94,14 @@ final class LaunchHandler implements LaunchCalls {
                 layoutError = result;
                 return null;
             }
-            if (count == MAX_PARAMS || out.l0 < 0 || out.l0 > 0xffffffffL || out.l1 < 0 || out.l1 > 0xffffffffL) {
+            if (count == MAX_PARAMS || out.offset < 0 || out.offset > 0xffffffffL || out.bytes < 0 || out.bytes > 0xffffffffL) {
                 layoutError = CuResult.NOT_SUPPORTED;
                 return null;
             }
             if (count == entries.length) {
                 entries = Arrays.copyOf(entries, count * 2);
             }
-            entries[count++] = out.l0 << 32 | out.l1;
+            entries[count++] = out.offset << 32 | out.bytes;
         }
         long[] layout = Arrays.copyOf(entries, count);
         layouts.put(function, layout);

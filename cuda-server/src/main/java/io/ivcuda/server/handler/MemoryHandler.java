@@ -48,7 +48,7 @@ final class MemoryHandler implements MemoryCalls {
             session.vm.release(bytesize);
             return result;
         }
-        long dptr = session.out.l0;
+        long dptr = session.out.address;
         session.owner().ranges().add(new DeviceRanges.Range(dptr, bytesize, true, session.currentNativeContext()));
         r.set(0, dptr);
         return result;
@@ -69,8 +69,8 @@ final class MemoryHandler implements MemoryCalls {
             session.vm.release(estimate);
             return result;
         }
-        long dptr = session.out.l0;
-        long pitch = session.out.l1;
+        long dptr = session.out.address;
+        long pitch = session.out.bytes;
         session.vm.release(estimate);
         session.vm.reserve(pitch * height, "ivc_mem_alloc_pitch");
         session.owner().ranges().add(new DeviceRanges.Range(dptr, pitch * height, true, session.currentNativeContext()));
@@ -96,16 +96,16 @@ final class MemoryHandler implements MemoryCalls {
     @Override
     public int cuMemGetInfo_v2(Reply r) {
         int result = session.cuda.memGetInfo(session.out);
-        r.set(0, session.out.l0);
-        r.set(1, session.out.l1);
+        r.set(0, session.out.bytes);
+        r.set(1, session.out.totalBytes);
         return result;
     }
 
     @Override
     public int cuMemGetAddressRange_v2(Reply r, long dptr) {
         int result = session.cuda.memGetAddressRange(session.out, dptr);
-        r.set(0, session.out.l0);
-        r.set(1, session.out.l1);
+        r.set(0, session.out.address);
+        r.set(1, session.out.bytes);
         return result;
     }
 

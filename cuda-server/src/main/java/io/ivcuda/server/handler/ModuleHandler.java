@@ -64,7 +64,7 @@ final class ModuleHandler implements ModuleCalls {
             if (!vm.reserveImage(imageSize)) {
                 // over the VM's image budget: load it, but do not keep it
                 int result = session.cuda.moduleLoadData(session.out, copy);
-                long nativeModule = session.out.l0;
+                long nativeModule = session.out.handle;
                 UnsafeApi.freeMemory(copy);
                 return result == CuResult.SUCCESS ? minted(r, nativeModule) : result;
             }
@@ -81,7 +81,7 @@ final class ModuleHandler implements ModuleCalls {
             return CuResult.NOT_FOUND;
         }
         int result = session.cuda.moduleLoadData(session.out, image.address());
-        return result == CuResult.SUCCESS ? minted(r, session.out.l0) : result;
+        return result == CuResult.SUCCESS ? minted(r, session.out.handle) : result;
     }
 
     /** Answers a loaded module's new handle (it lives in the current context). */
@@ -104,7 +104,7 @@ final class ModuleHandler implements ModuleCalls {
         int result = session.cuda.moduleGetFunction(session.out, hmod, name);
         if (result == CuResult.SUCCESS) {
             // extra: the native module, whose unload removes the function
-            r.set(0, session.vm.handles().mint(KIND_FUNCTION, session.token(), session.out.l0, hmod));
+            r.set(0, session.vm.handles().mint(KIND_FUNCTION, session.token(), session.out.handle, hmod));
         }
         return result;
     }
@@ -113,9 +113,9 @@ final class ModuleHandler implements ModuleCalls {
     public int ivc_module_get_global(Reply r, long hmod, String name) {
         int result = session.cuda.moduleGetGlobal(session.out, hmod, name);
         if (result == CuResult.SUCCESS) {
-            session.owner().ranges().add(new DeviceRanges.Range(session.out.l0, session.out.l1, false, 0));
-            r.set(0, session.out.l0);
-            r.set(1, session.out.l1);
+            session.owner().ranges().add(new DeviceRanges.Range(session.out.address, session.out.bytes, false, 0));
+            r.set(0, session.out.address);
+            r.set(1, session.out.bytes);
         }
         return result;
     }

@@ -101,7 +101,7 @@ public final class Session implements Checks {
     /** The native context current on this thread (0 when none). */
     long currentNativeContext() {
         cuda.ctxGetCurrent(out);
-        return out.l0;
+        return out.handle;
     }
 
     // ---- Checks ----------------------------------------------------------------------------

@@ -27,7 +27,7 @@ final class StreamHandler implements StreamCalls {
     public int cuStreamCreateWithPriority(Reply r, int flags, int priority) {
         int result = session.cuda.streamCreate(session.out, flags, priority);
         if (result == CuResult.SUCCESS) {
-            long nativeStream = session.out.l0;
+            long nativeStream = session.out.handle;
             r.set(0, session.vm.handles().mint(KIND_STREAM, session.token(), nativeStream, session.currentNativeContext()));
         }
         return result;
@@ -57,7 +57,7 @@ final class StreamHandler implements StreamCalls {
     public int cuEventCreate(Reply r, int flags) {
         int result = session.cuda.eventCreate(session.out, flags);
         if (result == CuResult.SUCCESS) {
-            long nativeEvent = session.out.l0;
+            long nativeEvent = session.out.handle;
             r.set(0, session.vm.handles().mint(KIND_EVENT, session.token(), nativeEvent, session.currentNativeContext()));
         }
         return result;
@@ -91,7 +91,7 @@ final class StreamHandler implements StreamCalls {
     @Override
     public int cuEventElapsedTime(Reply r, long hStart, long hEnd) {
         int result = session.cuda.eventElapsedTime(session.out, hStart, hEnd);
-        r.setFloat(0, session.out.f0);
+        r.setFloat(0, session.out.milliseconds);
         return result;
     }
 }
