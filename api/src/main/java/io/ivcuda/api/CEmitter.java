@@ -149,7 +149,6 @@ public final class CEmitter {
             s.append("        ").append(get(f, p)).append(";\n");
         }
         s.append("        result = ivc_finish(&call, result);\n    }\n");
-        s.append("    ivc_end(&call);\n");
         s.append("    return result;\n}\n");
         return s.toString();
     }
