@@ -28,8 +28,11 @@ final class RegionFile {
     static final int OFFSET_SERVER_MESSAGE = HeaderFlyweight.SERVER_MESSAGE_OFFSET;
     static final int STATE_READY = HeaderFlyweight.STATE_READY;
 
-    /** What the hook reads from a server's header: enough to know whether it is ready, or why not. */
-    record Header(long magic, int serverState, String serverMessage) {
+    /**
+     * What the hook reads from a server's header: enough to know whether it is ready, or why not,
+     * and which server wrote it (each one that initialises the region increments the epoch).
+     */
+    record Header(long magic, int serverState, int epoch, String serverMessage) {
         boolean isReady() {
             return magic == MAGIC && serverState == STATE_READY;
         }
@@ -84,18 +87,19 @@ final class RegionFile {
                 // fill
             }
             if (buffer.position() < OFFSET_SERVER_STATE + 4) {
-                return new Header(0, 0, "");
+                return new Header(0, 0, 0, "");
             }
             long magic = buffer.getLong(OFFSET_MAGIC);
             int state = buffer.getInt(OFFSET_SERVER_STATE);
+            int epoch = buffer.getInt(HeaderFlyweight.EPOCH_OFFSET);
             StringBuilder message = new StringBuilder();
             for (int i = OFFSET_SERVER_MESSAGE; i < buffer.position() && buffer.get(i) != 0; i++) {
                 char c = (char) (buffer.get(i) & 0xff);
                 message.append(c >= 0x20 && c < 0x7f ? c : '?');
             }
-            return new Header(magic, state, message.toString());
+            return new Header(magic, state, epoch, message.toString());
         } catch (IOException e) {
-            return new Header(0, 0, "");
+            return new Header(0, 0, 0, "");
         }
     }
 }
