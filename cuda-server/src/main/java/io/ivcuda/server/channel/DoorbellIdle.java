@@ -78,7 +78,7 @@ public final class DoorbellIdle implements IdleWait {
 
     private void park(WorkCheck check) {
         long rung = doorbells.rings(vector);
-        doorbells.parking(index, Thread.currentThread());
+        doorbells.parking(index, Thread.currentThread(), rung);
         channel.serverParkedVolatile(1);
         VarHandle.fullFence();
         long deadline = System.nanoTime() + currentTimeoutNs;
@@ -92,7 +92,7 @@ public final class DoorbellIdle implements IdleWait {
             LockSupport.parkNanos(this, left);
         }
         channel.serverParkedVolatile(0);
-        doorbells.parking(index, null);
+        doorbells.parking(index, null, -1);
         parks++;
     }
 
