@@ -102,6 +102,16 @@ class JavaEmitterTest {
     }
 
     @Test
+    void theTestEncoderPutsTheInsInDeclaredOrder() throws Exception {
+        new TestEncoderEmitter(ApiDescription.parse(SMALL, "t.api")).write(dir);
+        String r = Files.readString(dir.resolve("io/ivcuda/server/gen/Requests.java"));
+        assertTrue(r.contains("public static Request ivc_copy(long s, byte[] data, long size) {\n"
+                + "        return raw(Opcodes.IVC_COPY).scalar(s).buf(data).scalar(size);"), r);
+        assertTrue(r.contains("public static Request cuDeviceGetByPCIBusId(String pciBusId) {\n"
+                + "        return raw(Opcodes.CU_DEVICE_GET_BY_PCIBUS_ID).str(pciBusId);"), r);
+    }
+
+    @Test
     void asyncFunctionsCannotHaveOuts() {
         String bad = "api 13000\ntype int i32\nfn 1 ivc_x async (out int y)\n";
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> generated(bad, "Opcodes.java"));

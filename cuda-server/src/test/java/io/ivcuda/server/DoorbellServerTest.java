@@ -5,11 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ivcuda.server.FakeGuest.Channel;
-import io.ivcuda.server.FakeGuest.Payload;
 import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.core.CuResult;
 import io.ivcuda.server.doorbell.FakeQemu;
 import io.ivcuda.server.gen.Opcodes;
+import io.ivcuda.server.gen.Requests;
 import io.ivcuda.wire.ChannelFlyweight;
 import io.ivcuda.wire.HeaderFlyweight;
 import java.nio.file.Files;
@@ -131,7 +131,7 @@ class DoorbellServerTest {
                 for (Channel x : all) {
                     wakeupsBefore[x.index] = server.doorbells().wakeups(x.index);
                 }
-                Response r = ch.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(4096));
+                Response r = ch.call(Requests.ivc_mem_alloc(4096));
                 assertEquals(CuResult.SUCCESS, r.result());
                 for (int w = 0; w < VECTORS; w++) {
                     assertEquals(sentBefore[w] + (w == v ? 1 : 0), sent[w],
@@ -160,7 +160,7 @@ class DoorbellServerTest {
         Channel ch = guest.claim(5, TOKEN);
         assertEquals(CuResult.SUCCESS, ch.hello().result());
         byte[] data = new byte[3 * guest.windowSize + 100];
-        Response alloc = ch.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(data.length));
+        Response alloc = ch.call(Requests.ivc_mem_alloc(data.length));
         assertEquals(CuResult.SUCCESS, alloc.result());
         long dptr = alloc.out(0);
         for (int i = 0; i < data.length; i++) {
@@ -179,10 +179,10 @@ class DoorbellServerTest {
         Channel ch = guest.claim(1, TOKEN);
         assertEquals(CuResult.SUCCESS, ch.hello().result());
         ch.c.putIntVolatile(ChannelFlyweight.GUEST_WAITING_OFFSET, 1);
-        assertEquals(CuResult.SUCCESS, ch.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(4096)).result());
+        assertEquals(CuResult.SUCCESS, ch.call(Requests.ivc_mem_alloc(4096)).result());
         assertTrue(qemu.interrupted(1, 5000), "MSI-X vector 1 raised for channel 1");
         ch.c.putIntVolatile(ChannelFlyweight.GUEST_WAITING_OFFSET, 0);
-        assertEquals(CuResult.SUCCESS, ch.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(4096)).result());
+        assertEquals(CuResult.SUCCESS, ch.call(Requests.ivc_mem_alloc(4096)).result());
         assertFalse(qemu.interrupted(1, 100), "no interrupt for a polling guest");
     }
 
@@ -190,7 +190,7 @@ class DoorbellServerTest {
     void aReleasedChannelIsServedForItsNextOwner() throws Exception {
         Channel first = guest.claim(4, TOKEN);
         assertEquals(CuResult.SUCCESS, first.hello().result());
-        assertEquals(CuResult.SUCCESS, first.call(Opcodes.IVC_GOODBYE, new Payload()).result());
+        assertEquals(CuResult.SUCCESS, first.call(Requests.ivc_goodbye()).result());
         first.release();
         Channel next = guest.claim(4, TOKEN + 1);
         assertEquals(CuResult.SUCCESS, next.hello().result(), "the old worker left and a new one serves");
@@ -211,7 +211,7 @@ class DoorbellServerTest {
         start(List.of("owner.timeout.ms=100"));
         Channel ch = guest.claim(2, TOKEN);
         assertEquals(CuResult.SUCCESS, ch.hello().result());
-        assertEquals(CuResult.SUCCESS, ch.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(4096)).result());
+        assertEquals(CuResult.SUCCESS, ch.call(Requests.ivc_mem_alloc(4096)).result());
         assertEquals(4096, server.vm().allocated());
         // the VM's heartbeat goes on, the owner's does not: the heartbeat thread finds it, the watcher reclaims
         long deadline = System.currentTimeMillis() + 15_000;

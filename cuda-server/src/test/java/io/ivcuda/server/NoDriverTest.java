@@ -4,11 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.ivcuda.server.FakeGuest.Channel;
-import io.ivcuda.server.FakeGuest.Payload;
 import io.ivcuda.server.backend.JnaCudaBackend;
 import io.ivcuda.server.backend.NoDriver;
 import io.ivcuda.server.core.CuResult;
 import io.ivcuda.server.gen.Opcodes;
+import io.ivcuda.server.gen.Requests;
 import io.ivcuda.wire.HeaderFlyweight;
 import java.nio.file.Path;
 import java.util.List;
@@ -32,8 +32,8 @@ class NoDriverTest {
                 assertEquals(0, guest.header.getInt(HeaderFlyweight.HOST_DRIVER_VERSION_OFFSET, FakeGuest.LE));
                 Channel c = guest.claim(0, 99L << 32 | 1);
                 assertEquals(CuResult.SUCCESS, c.hello().result());
-                assertEquals(CuResult.NO_DEVICE, c.call(Opcodes.CU_INIT, new Payload().scalar(0)).result());
-                assertEquals(CuResult.NO_DEVICE, c.call(Opcodes.CU_DEVICE_GET_COUNT, new Payload()).result());
+                assertEquals(CuResult.NO_DEVICE, c.call(Requests.cuInit(0)).result());
+                assertEquals(CuResult.NO_DEVICE, c.call(Requests.cuDeviceGetCount()).result());
             }
         }
     }
