@@ -2,7 +2,7 @@ package io.ivcuda.server;
 
 import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.Out;
-import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.core.HostGpu;
 import io.ivcuda.server.region.Region;
 import io.ivcuda.wire.HeaderFlyweight;

@@ -7,7 +7,7 @@ import io.ivcuda.server.FakeGuest.Channel;
 import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.backend.Out;
-import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.server.gen.Requests;
 import java.nio.ByteBuffer;

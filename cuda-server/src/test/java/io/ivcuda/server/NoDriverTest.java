@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.ivcuda.server.FakeGuest.Channel;
 import io.ivcuda.server.backend.JnaCudaBackend;
 import io.ivcuda.server.backend.NoDriver;
-import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.server.gen.Requests;
 import io.ivcuda.wire.HeaderFlyweight;

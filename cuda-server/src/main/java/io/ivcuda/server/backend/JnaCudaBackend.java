@@ -2,7 +2,6 @@ package io.ivcuda.server.backend;
 
 import static io.ivcuda.server.backend.CudaDriver.*;
 
-import io.ivcuda.server.core.CuResult;
 import org.agrona.UnsafeApi;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;

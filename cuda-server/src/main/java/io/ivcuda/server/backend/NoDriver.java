@@ -1,6 +1,5 @@
 package io.ivcuda.server.backend;
 
-import io.ivcuda.server.core.CuResult;
 import org.agrona.UnsafeApi;
 
 /**

@@ -2,7 +2,7 @@ package io.ivcuda.server.handler;
 
 import static io.ivcuda.server.core.HandleTable.KIND_CTX;
 
-import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.core.HandleTable;
 import io.ivcuda.server.core.Owner;
 import io.ivcuda.server.gen.ContextCalls;

@@ -1,7 +1,7 @@
 package io.ivcuda.server.handler;
 
 import io.ivcuda.server.channel.ChunkStream;
-import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.gen.CopyCalls;
 import io.ivcuda.server.gen.Reply;
 import org.agrona.DirectBuffer;

@@ -1,7 +1,7 @@
 package io.ivcuda.server.handler;
 
 import io.ivcuda.server.backend.Out;
-import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.gen.LaunchCalls;
 import io.ivcuda.server.gen.Reply;
 import java.nio.ByteOrder;

@@ -4,7 +4,7 @@ import static io.ivcuda.server.core.HandleTable.KIND_FUNCTION;
 import static io.ivcuda.server.core.HandleTable.KIND_MODULE;
 
 import io.ivcuda.server.channel.ChunkStream;
-import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.core.DeviceRanges;
 import io.ivcuda.server.core.HandleTable;
 import io.ivcuda.server.core.Vm;

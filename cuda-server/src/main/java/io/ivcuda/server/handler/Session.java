@@ -3,7 +3,7 @@ package io.ivcuda.server.handler;
 import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.channel.ChunkStream;
-import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.core.HandleTable;
 import io.ivcuda.server.core.Owner;
 import io.ivcuda.server.core.Vm;

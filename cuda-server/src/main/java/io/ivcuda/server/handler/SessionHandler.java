@@ -1,6 +1,6 @@
 package io.ivcuda.server.handler;
 
-import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.server.gen.Reply;
 import io.ivcuda.server.gen.SessionCalls;

@@ -3,7 +3,7 @@ package io.ivcuda.server.handler;
 import static io.ivcuda.server.core.HandleTable.KIND_EVENT;
 import static io.ivcuda.server.core.HandleTable.KIND_STREAM;
 
-import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.gen.Reply;
 import io.ivcuda.server.gen.StreamCalls;
 
