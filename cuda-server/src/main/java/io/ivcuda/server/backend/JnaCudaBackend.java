@@ -25,7 +25,7 @@ public final class JnaCudaBackend implements CudaBackend {
             Class.forName(CudaDriver.class.getName(), true, CudaDriver.class.getClassLoader());
         } catch (Throwable e) {
             LOG.error("libcuda.so.1 cannot be loaded ({}): guests get CUDA_ERROR_NO_DEVICE", e.toString());
-            return new NoDriver(e.toString());
+            return NoDriver.create(e.toString());
         }
         boolean more = false;
         try {
