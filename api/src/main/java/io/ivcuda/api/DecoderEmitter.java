@@ -14,15 +14,16 @@ import java.util.Map;
  */
 final class DecoderEmitter {
     private final ApiDescription api;
-    private final JavaEmitter java;
+    private final String header;
 
-    DecoderEmitter(ApiDescription api, JavaEmitter java) {
+    /** @param header the generated files' first lines (banner and package) */
+    DecoderEmitter(ApiDescription api, String header) {
         this.api = api;
-        this.java = java;
+        this.header = header;
     }
 
     String dispatcher(List<Function> wire) {
-        StringBuilder s = new StringBuilder(java.header());
+        StringBuilder s = new StringBuilder(header);
         s.append("import java.nio.ByteOrder;\nimport org.agrona.DirectBuffer;\n\n");
         s.append("/**\n * Decodes payloads (docs/protocol.md §5) strictly: every field must lie inside the payload and the\n");
         s.append(" * payload must be consumed exactly; checks the parameters (handles, ordinals, ranges) through the\n");
@@ -38,7 +39,7 @@ final class DecoderEmitter {
         }
         s.append("    /** What a handler's default method answers: the dispatcher makes it CUDA_ERROR_NOT_SUPPORTED. */\n");
         s.append("    public static final int NOT_IMPLEMENTED = Integer.MIN_VALUE;\n");
-        s.append("    public static final int MAX_INSTR = ").append(JavaEmitter.MAX_INSTR).append(";\n");
+        s.append("    public static final int MAX_INSTR = ").append(JavaNames.MAX_INSTR).append(";\n");
         s.append("    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;\n\n");
         s.append("    private Dispatcher() {\n    }\n\n");
         s.append("""
@@ -93,7 +94,7 @@ final class DecoderEmitter {
             s.append("        r.begin(NO_OUTS);\n        return switch (opcode) {\n");
             for (Function f : wire) {
                 boolean fits = sync ? f.mode() != Mode.ASYNC : f.mode() == Mode.ASYNC;
-                s.append("            case Opcodes.").append(JavaEmitter.constantName(f.name())).append(" -> ");
+                s.append("            case Opcodes.").append(JavaNames.constantName(f.name())).append(" -> ");
                 if (fits) {
                     s.append("d_").append(f.name()).append("(h, in, off, len, r, responseRoom);\n");
                 } else {
@@ -151,7 +152,7 @@ final class DecoderEmitter {
         for (Param p : f.params()) {
             if (p.direction() == Direction.INBUF) {
                 Param lenParam = param(f, p.lengthParam());
-                s.append("        if (").append(JavaEmitter.javaName(p.name())).append("Length != ").append(unsigned(lenParam)).append(") {\n");
+                s.append("        if (").append(JavaNames.javaName(p.name())).append("Length != ").append(unsigned(lenParam)).append(") {\n");
                 s.append("            return r.fault(\"").append(p.lengthParam()).append("\");\n        }\n");
             }
         }
@@ -176,7 +177,7 @@ final class DecoderEmitter {
         }
         String args = call.toString();
         String prefix = f.mode() == Mode.ASYNC ? "" : "r";
-        if (JavaEmitter.needsBuffer(f)) {
+        if (JavaNames.needsBuffer(f)) {
             prefix = prefix.isEmpty() ? "in" : prefix + ", in";
         }
         if (prefix.isEmpty() && args.startsWith(", ")) {
@@ -189,7 +190,7 @@ final class DecoderEmitter {
             s.append("        int wResult = NOT_IMPLEMENTED;\n        try {\n            wResult = ").append(invoke).append(";\n");
             s.append("        } finally {\n");
             for (Param p : released) {
-                s.append("            h.checks.endRelease(").append(JavaEmitter.javaName(p.name())).append(", wResult == CUDA_SUCCESS);\n");
+                s.append("            h.checks.endRelease(").append(JavaNames.javaName(p.name())).append(", wResult == CUDA_SUCCESS);\n");
             }
             s.append("        }\n");
         }
@@ -220,7 +221,7 @@ final class DecoderEmitter {
     }
 
     private static void decodeParam(StringBuilder s, StringBuilder call, Param p) {
-        String n = JavaEmitter.javaName(p.name());
+        String n = JavaNames.javaName(p.name());
         String field = "\"" + p.name() + "\"";
         switch (p.direction()) {
             case IN -> {
@@ -236,7 +237,7 @@ final class DecoderEmitter {
                         case F32 -> "Float.intBitsToFloat((int) in.getLong(wP, LE))";
                         default -> "in.getLong(wP, LE)";
                     };
-                    s.append("        final ").append(JavaEmitter.javaType(p.type())).append(' ').append(n).append(" = ").append(read).append(";\n");
+                    s.append("        final ").append(JavaNames.javaType(p.type())).append(' ').append(n).append(" = ").append(read).append(";\n");
                     s.append("        wP += 8;\n");
                     // checked parameters reach the handler as their native value
                     boolean resolved = p.isHandle() || p.isOrdinal() || p.check().isPool();
@@ -278,7 +279,7 @@ final class DecoderEmitter {
         for (Param p : ins) {
             if (p.isHandle() && !p.check().release()) {
                 HandleKind k = api.handles().get(p.type().handleKind());
-                String n = JavaEmitter.javaName(p.name());
+                String n = JavaNames.javaName(p.name());
                 s.append("        final long ").append(nativeOf(p)).append(";\n");
                 StringBuilder free = new StringBuilder();
                 if (k.hasPassthrough()) {
@@ -293,7 +294,7 @@ final class DecoderEmitter {
                             .append(";\n        } else {\n    ");
                 }
                 s.append("        ").append(nativeOf(p)).append(" = h.checks.handle(HandleKinds.")
-                        .append(JavaEmitter.constantName(k.name())).append(", ").append(n).append(");\n");
+                        .append(JavaNames.constantName(k.name())).append(", ").append(n).append(");\n");
                 String indent = free.length() > 0 ? "    " : "";
                 s.append(indent).append("        if (").append(nativeOf(p)).append(" == Checks.NO_HANDLE) {\n");
                 s.append(indent).append("            return ").append(refusal(f, "\"" + p.name() + "\", hex(" + n + ") + \" is not a live "
@@ -306,7 +307,7 @@ final class DecoderEmitter {
         }
         for (Param p : ins) {
             if (p.isOrdinal()) {
-                String n = JavaEmitter.javaName(p.name());
+                String n = JavaNames.javaName(p.name());
                 s.append("        final int ").append(nativeOf(p)).append(" = h.checks.device(").append(n).append(");\n");
                 s.append("        if (").append(nativeOf(p)).append(" == Checks.NO_DEVICE) {\n");
                 s.append("            return ").append(refusal(f, "\"" + p.name() + "\", \"device \" + " + n
@@ -319,7 +320,7 @@ final class DecoderEmitter {
                 continue;
             }
             ParamCheck c = p.check();
-            String n = JavaEmitter.javaName(p.name());
+            String n = JavaNames.javaName(p.name());
             String bytes;
             if (c.sizeParam() == null) {
                 bytes = c.sizeConst() + "L";
@@ -344,9 +345,9 @@ final class DecoderEmitter {
         List<Param> released = ins.stream().filter(p -> p.check().release()).toList();
         for (Param p : released) {
             HandleKind k = api.handles().get(p.type().handleKind());
-            String n = JavaEmitter.javaName(p.name());
+            String n = JavaNames.javaName(p.name());
             s.append("        final long ").append(nativeOf(p)).append(" = h.checks.beginRelease(HandleKinds.")
-                    .append(JavaEmitter.constantName(k.name())).append(", ").append(n).append(");\n");
+                    .append(JavaNames.constantName(k.name())).append(", ").append(n).append(");\n");
             s.append("        if (").append(nativeOf(p)).append(" == Checks.NO_HANDLE) {\n");
             s.append("            return ").append(refusal(f, "\"" + p.name() + "\", hex(" + n + ") + \" is not a "
                     + k.name() + " this process may destroy\", " + result(p, k.result()))).append(";\n");
@@ -366,11 +367,11 @@ final class DecoderEmitter {
         if (f.streams() == null) {
             return refuse;
         }
-        return "h.checks.settle(" + f.streamsIn() + ", " + JavaEmitter.javaName(f.streams()) + ", " + refuse + ")";
+        return "h.checks.settle(" + f.streamsIn() + ", " + JavaNames.javaName(f.streams()) + ", " + refuse + ")";
     }
 
     private static String unsigned(Param lenParam) {
-        String n = JavaEmitter.javaName(lenParam.name());
+        String n = JavaNames.javaName(lenParam.name());
         return lenParam.type().wire() == WireKind.U32 ? "(" + n + " & 0xffffffffL)" : "(long) " + n;
     }
 
