@@ -1,5 +1,6 @@
 package io.ivcuda.hook;
 
+import io.ivcuda.wire.HeaderFlyweight;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
@@ -21,14 +22,17 @@ import java.nio.file.attribute.UserPrincipalNotFoundException;
  * user, group the QEMU group. Readiness is read from its header (docs/protocol.md §2).
  */
 final class RegionFile {
-    static final long MAGIC = 0x3130414455435649L;
-    static final int OFFSET_MAGIC = 0x00;
-    static final int OFFSET_SERVER_STATE = 0x18;
-    static final int OFFSET_SERVER_MESSAGE = 0x100;
-    static final int STATE_READY = 1;
+    static final long MAGIC = HeaderFlyweight.MAGIC;
+    static final int OFFSET_MAGIC = HeaderFlyweight.MAGIC_OFFSET;
+    static final int OFFSET_SERVER_STATE = HeaderFlyweight.SERVER_STATE_OFFSET;
+    static final int OFFSET_SERVER_MESSAGE = HeaderFlyweight.SERVER_MESSAGE_OFFSET;
+    static final int STATE_READY = HeaderFlyweight.STATE_READY;
 
-    /** What the hook reads from a server's header: enough to know whether it is ready, or why not. */
-    record Header(long magic, int serverState, String serverMessage) {
+    /**
+     * What the hook reads from a server's header: enough to know whether it is ready, or why not,
+     * and which server wrote it (each one that initialises the region increments the epoch).
+     */
+    record Header(long magic, int serverState, int epoch, String serverMessage) {
         boolean isReady() {
             return magic == MAGIC && serverState == STATE_READY;
         }
@@ -78,23 +82,24 @@ final class RegionFile {
     /** Reads the header; a file that is missing or shorter than a header reads as not ready. */
     static Header read(Path path) {
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ)) {
-            ByteBuffer buffer = ByteBuffer.allocate(OFFSET_SERVER_MESSAGE + 256).order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer buffer = ByteBuffer.allocate(OFFSET_SERVER_MESSAGE + HeaderFlyweight.SERVER_MESSAGE_LENGTH).order(ByteOrder.LITTLE_ENDIAN);
             while (buffer.hasRemaining() && channel.read(buffer) > 0) {
                 // fill
             }
             if (buffer.position() < OFFSET_SERVER_STATE + 4) {
-                return new Header(0, 0, "");
+                return new Header(0, 0, 0, "");
             }
             long magic = buffer.getLong(OFFSET_MAGIC);
             int state = buffer.getInt(OFFSET_SERVER_STATE);
+            int epoch = buffer.getInt(HeaderFlyweight.EPOCH_OFFSET);
             StringBuilder message = new StringBuilder();
             for (int i = OFFSET_SERVER_MESSAGE; i < buffer.position() && buffer.get(i) != 0; i++) {
                 char c = (char) (buffer.get(i) & 0xff);
                 message.append(c >= 0x20 && c < 0x7f ? c : '?');
             }
-            return new Header(magic, state, message.toString());
+            return new Header(magic, state, epoch, message.toString());
         } catch (IOException e) {
-            return new Header(0, 0, "");
+            return new Header(0, 0, 0, "");
         }
     }
 }

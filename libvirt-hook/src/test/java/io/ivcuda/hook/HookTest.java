@@ -228,6 +228,7 @@ class HookTest {
         assertFalse(serverRunning(), "the server died under a running VM");
         assertEquals(0, hookCaptured("reconnect begin"), told());
         assertTrue(serverRunning(), "reconnect started it again: " + told());
+        assertEquals(2, RegionFile.read(region).epoch(), "reconnect returned once the new server was READY, not on the dead one's header");
         assertTrue(Files.exists(region), "on the region QEMU still maps");
         assertFalse(told().contains("not running"), told());
         assertEquals(0, hookCaptured("release end"), told());
