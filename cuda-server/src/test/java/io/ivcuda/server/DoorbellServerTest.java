@@ -112,14 +112,23 @@ class DoorbellServerTest {
         Channel b = guest.claim(2, TOKEN);
         Channel c = guest.claim(1, TOKEN);
         Channel[] all = {a, b, c};
-        for (Channel ch : all) {
-            assertEquals(CuResult.SUCCESS, ch.hello().result());
-        }
         int[] sent = new int[VECTORS];
         guest.bell = v -> {
             sent[v]++;
             qemu.ring(v);
         };
+        for (Channel ch : all) {
+            // a hello's ring (a free channel reads parked) must be counted before the rounds start:
+            // dispatched late, it would wake that channel's worker in the middle of another vector's round
+            int v = ch.index % VECTORS;
+            int sentBefore = sent[v];
+            long rings = server.doorbells().rings(v);
+            assertEquals(CuResult.SUCCESS, ch.hello().result());
+            for (int i = 0; i < 5000 && sent[v] > sentBefore && server.doorbells().rings(v) == rings; i++) {
+                Thread.sleep(1);
+            }
+            assertTrue(sent[v] == sentBefore || server.doorbells().rings(v) > rings, "the hello's ring of vector " + v + " arrived");
+        }
         for (int round = 0; round < 5; round++) {
             for (Channel ch : new Channel[] {b, a, c}) {
                 // every worker asleep: the call must ring, and only that ring can wake anyone
