@@ -2,7 +2,7 @@
 # A/B: pageable copy bandwidth of two builds on one machine, interleaved (rules out a regression
 # hiding in run-to-run variance).
 # usage (on the GPU machine, from the repository root): bench/ab-bandwidth.sh OLD_DIR NEW_DIR
-#   each DIR holds cuda-server.jar, lib/ and libcuda.so.1 of one build; prints the pageable
+#   each DIR holds cuda-server.jar, lib/, libcuda.so.1 and ivcuda-region-wait of one build; prints the pageable
 #   bandwidth lines of bench/programs/bandwidth.c for old, new, old, new, then native.
 set -u
 old=${1:?OLD_DIR}; new=${2:?NEW_DIR}
@@ -13,7 +13,7 @@ for round in 1 2; do for dir in "$old" "$new"; do
   r=/dev/shm/ivcuda-ab; rm -f $r
   java -jar "$dir/cuda-server.jar" --set region.path=$r --set region.size=1073741824 > /tmp/ab-server.log 2>&1 &
   pid=$!
-  for _ in $(seq 200); do python3 -c "import struct,sys;h=open('$r','rb').read(32);sys.exit(0 if len(h)==32 and struct.unpack_from('<I',h,0x18)[0]==1 else 1)" 2>/dev/null && break; sleep 0.05; done
+  "$dir/ivcuda-region-wait" --pid $pid $r 10 >/dev/null
   echo "== $dir round $round"
   IVCUDA_REGION=$r LD_LIBRARY_PATH=$dir /tmp/bw | grep pageable
   kill $pid; wait $pid 2>/dev/null; rm -f $r

@@ -69,14 +69,9 @@ for op in "prepare begin" "start begin" "started begin" "stopped end" "release e
     done | stats | { read -r p50 p99; echo "| hook, untagged domain, $op | $p50 ms | $p99 ms | 200 |"; }
 done
 
-region_ready() {
-    python3 - "$1" <<'PY' 2>/dev/null
-import struct, sys
-with open(sys.argv[1], 'rb') as f:
-    h = f.read(0x20)
-sys.exit(0 if len(h) == 0x20 and struct.unpack_from('<Q', h)[0] == 0x3130414455435649 and struct.unpack_from('<I', h, 0x18)[0] == 1 else 1)
-PY
-}
+# the one wait for READY: guest/tools/ivcuda-region-wait.c (built by mvn package with the guest library)
+region_wait=$root/guest/target/ivcuda-region-wait
+[ -x "$region_wait" ] || { echo "bench/host.sh: $region_wait missing (mvn -B package -DskipTests)" >&2; exit 2; }
 
 hook_ms=()
 server_ms=()
@@ -93,7 +88,7 @@ for _ in 1 2 3 4 5; do
     t=$(now_us)
     $server_cmd --config "$work/instance.properties" >"$work/log/alone.log" 2>&1 &
     server_pid=$!
-    until region_ready "$region"; do sleep 0.005; done
+    "$region_wait" --pid "$server_pid" "$region" 60 >/dev/null
     server_ms+=("$(us_since "$t")")
     kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
     rm -f "$region" "$work/run/$uuid.pid"
@@ -108,7 +103,7 @@ echo "| hook overhead beyond the server's own start | $(awk -v a="$hook_p50" -v 
 region=/dev/shm/ivcuda-hostbench-$$
 $server_cmd --set region.path="$region" --set region.size=268435456 >"$work/log/idle.log" 2>&1 &
 server_pid=$!
-until region_ready "$region"; do sleep 0.05; done
+"$region_wait" --pid "$server_pid" "$region" 60 >/dev/null
 sleep 10
 rss=$(awk '/^VmRSS/ {print $2}' /proc/$server_pid/status)
 anon=$(awk '/^RssAnon/ {print $2}' /proc/$server_pid/status)

@@ -37,14 +37,7 @@ trap cleanup EXIT
 
 gcc -std=c11 -O2 -Wall -Werror -pthread -o "$work/idle_bench" bench/idle/idle_bench.c -Lguest/target -lcuda
 
-ready() { # region file: header magic and server_state READY
-    python3 - "$1" <<'PY' 2>/dev/null
-import struct, sys
-with open(sys.argv[1], 'rb') as f:
-    h = f.read(0x20)
-sys.exit(0 if struct.unpack_from('<Q', h)[0] == 0x3130414455435649 and struct.unpack_from('<I', h, 0x18)[0] == 1 else 1)
-PY
-}
+region_wait=$root/guest/target/ivcuda-region-wait # the one wait for READY (built with the guest library)
 
 modes=${MODES:-plain doorbell}
 launcher=${SERVER_LAUNCHER:-package}
@@ -65,8 +58,8 @@ for mode in $modes; do
         --set backend=host-memory --set mode="$mode" --set doorbell.socket="$socket" --set doorbell.vectors=2 \
         --set channel.count=$((channels + 2)) >"$out/server-$mode.log" 2>&1 &
     server_pid=$!
-    for _ in $(seq 300); do ready "$region" && break; sleep 0.1; done
-    ready "$region" || { echo "server ($mode) not ready; see $out/server-$mode.log"; exit 1; }
+    "$region_wait" --pid "$server_pid" "$region" 30 >/dev/null ||
+        { echo "server ($mode) not ready; see $out/server-$mode.log"; exit 1; }
     run=("${pin_guest[@]}" "$work/idle_bench" "$server_pid" "$channels" "$seconds" 20 20000)
     if [ "$mode" = doorbell ]; then run=(python3 bench/idle/qemu_peer.py "$socket" 2 "${run[@]}"); fi
     IVCUDA_REGION=$region LD_LIBRARY_PATH=$root/guest/target "${run[@]}" >"$out/$mode.txt" 2>"$out/$mode.err"

@@ -68,7 +68,6 @@ log "ivcuda benchmarks, OUT=$OUT, BUILD_DIR=$BUILD_DIR, dry run=$DRY_RUN"
 : >"$OUT/bench-runs.tsv"
 : >"$OUT/logs/ldd-ivcuda.log"
 : >"$OUT/logs/ldd-native.log"
-build_tools || { log "building gpu/tools failed"; exit 1; }
 build_kernels "$KERNELS" "$REPO_ROOT/bench/kernels/bench.cu" "$REPO_ROOT/gpu/kernels/matmul.cu" || exit 1
 choose_libcuda_link
 SOURCES=()

@@ -859,7 +859,6 @@ fi
 SHIM_OK=0
 build_shim && SHIM_OK=1
 build_identity
-build_tools || problem "building gpu/tools/region_wait.c failed"
 GUEST_OK=0
 if has_mode ivcuda; then
     if setup_java && build_guest && [ -f "$SERVER_JAR" ]; then

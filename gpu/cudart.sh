@@ -31,7 +31,6 @@ trap 'log "interrupted"; exit 130' INT TERM
 log "runtime-API programs, OUT=$OUT, BUILD_DIR=$BUILD_DIR"
 : >"$OUT/logs/ldd-ivcuda.log"
 : >"$OUT/logs/ldd-native.log"
-build_tools || problem "building gpu/tools failed"
 timeout 300 "$REPO_ROOT/tests/cudart/build.sh" "$CUDA_HOME/bin/nvcc" "$BIN" >"$OUT/logs/cudart-build.log" 2>&1 ||
     problem "building tests/cudart failed (logs/cudart-build.log)"
 JAVA_OK=0

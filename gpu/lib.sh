@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2034 # RUN_RC, RUN_WALL, TOOLS_DIR... are read by the sourcing scripts
+# shellcheck disable=SC2034 # RUN_RC, RUN_WALL... are read by the sourcing scripts
 # Shared steps of gpu/validate.sh and bench/run.sh: tools, kernels, programs, the
 # guest library, the cuda-server and running a program natively or through ivcuda.
 # Sourced, not run. Every step that can block runs under `timeout`.
@@ -181,8 +181,9 @@ build_programs() {
     return "$ok"
 }
 
-# The guest library: generate the C stubs from the API description, make the library,
-# and set GUEST_LIB_DIR to the directory holding libcuda.so.1. Adjust GUEST_MAKE (or
+# The guest library: generate the C stubs from the API description, make the library
+# (and beside it ivcuda-region-wait, which start_server waits with), and set GUEST_LIB_DIR
+# to the directory holding both. Adjust GUEST_MAKE (or
 # set IVCUDA_GUEST_LIB_DIR) if the guest build changes shape.
 build_guest() {
     if [ -n "${IVCUDA_GUEST_LIB_DIR:-}" ]; then
@@ -211,8 +212,8 @@ build_guest() {
         fi
         GUEST_LIB_DIR=$(dirname "$lib")
     fi
-    if [ ! -e "$GUEST_LIB_DIR/libcuda.so.1" ]; then
-        log "guest library: $GUEST_LIB_DIR/libcuda.so.1 does not exist"
+    if [ ! -e "$GUEST_LIB_DIR/libcuda.so.1" ] || [ ! -x "$GUEST_LIB_DIR/ivcuda-region-wait" ]; then
+        log "guest library: $GUEST_LIB_DIR/libcuda.so.1 or ivcuda-region-wait does not exist"
         return 1
     fi
     GUEST_LIB_DIR=$(cd "$GUEST_LIB_DIR" && pwd)
@@ -273,22 +274,20 @@ start_server() {
         --set "region.size=$REGION_SIZE" "${mode_args[@]}" "$@" $SERVER_EXTRA_ARGS >>"$OUT/logs/server.log" 2>&1 &
     SERVER_PID=$!
     log "server: started (pid $SERVER_PID), waiting for READY in $REGION_PATH"
-    local waited=0
-    while [ "$waited" -lt 90 ]; do
-        if "$TOOLS_DIR/region_wait" "$REGION_PATH" 1 >"$OUT/logs/region-wait.log" 2>&1; then
-            log "server: READY after ~${waited} s"
-            return 0
-        fi
-        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-            wait "$SERVER_PID"
-            log "server: exited with status $? before READY; $(cat "$OUT/logs/region-wait.log")"
-            SERVER_PID=
-            return 1
-        fi
-        waited=$((waited + 1))
-    done
-    log "server: not READY after 90 s; $(cat "$OUT/logs/region-wait.log")"
-    return 1
+    local t0 rc
+    t0=$(now_s)
+    # the one wait for READY: guest/tools/ivcuda-region-wait.c, built by build_guest with the library
+    "$GUEST_LIB_DIR/ivcuda-region-wait" --pid "$SERVER_PID" "$REGION_PATH" 90 >"$OUT/logs/region-wait.log" 2>&1
+    rc=$?
+    case $rc in
+        0) log "server: READY after ~$(elapsed_s "$t0" "$(now_s)") s"; return 0 ;;
+        3) wait "$SERVER_PID"
+           log "server: exited with status $? before READY; $(cat "$OUT/logs/region-wait.log")"
+           SERVER_PID=
+           return 1 ;;
+        *) log "server: not READY after 90 s (ivcuda-region-wait exit $rc); $(cat "$OUT/logs/region-wait.log")"
+           return 1 ;;
+    esac
 }
 
 # A doorbell-mode server serves one peer (one run) and stops when it leaves: a fresh one
@@ -354,11 +353,6 @@ comparable_output() {
     grep -v -E '^(time|info):' "$1"
 }
 
-TOOLS_DIR=$BUILD_DIR/tools
-build_tools() {
-    mkdir -p "$TOOLS_DIR"
-    timeout 60 gcc -O2 -std=c11 -Wall -Wextra "$REPO_ROOT/gpu/tools/region_wait.c" -o "$TOOLS_DIR/region_wait"
-}
 
 # The CPU stand-in for libcuda.so.1 (gpu/tools/mock_libcuda.c) in $BUILD_DIR/mock, for
 # dry runs: it checks the programs' own logic, never ivcuda or a driver.

@@ -42,7 +42,6 @@ log "ivcuda GPU validation, OUT=$OUT, BUILD_DIR=$BUILD_DIR, dry run=$DRY_RUN"
 : >"$OUT/logs/ldd-ivcuda.log"
 : >"$OUT/logs/ldd-native.log"
 
-build_tools || problem "building gpu/tools failed"
 build_kernels "$KERNELS" "$REPO_ROOT"/gpu/kernels/*.cu || problem "building kernels failed"
 choose_libcuda_link
 SOURCES=()

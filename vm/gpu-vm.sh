@@ -111,7 +111,6 @@ log "ivcuda GPU validation in a VM, accel=$ACCEL, OUT=$OUT, BUILD_DIR=$BUILD_DIR
 
 QEMU_OK=0
 setup_qemu && QEMU_OK=1 || problem "QEMU not available"
-build_tools || problem "building gpu/tools failed"
 build_kernels "$KERNELS" "$REPO_ROOT"/gpu/kernels/*.cu || problem "building kernels failed"
 choose_libcuda_link
 SOURCES=()

@@ -65,7 +65,6 @@ void ivc_get_bytes(struct ivc_call *call, void *bytes, size_t size);
 uint64_t ivc_get_buf(struct ivc_call *call, void *bytes, uint64_t capacity);
 /* Checks the response decoded exactly; a malformed one becomes CUDA_ERROR_UNKNOWN. */
 CUresult ivc_finish(struct ivc_call *call, CUresult result);
-void ivc_end(struct ivc_call *call);
 
 /* An `out` pointer the caller passed as NULL: CUDA_ERROR_INVALID_VALUE (traced). */
 CUresult ivc_null_argument(const char *function, const char *parameter);

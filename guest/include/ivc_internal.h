@@ -9,57 +9,9 @@
 #include "ivc_call.h"
 #include "ivc_cuda_types.h"
 
-/* ---- docs/protocol.md §2: header offsets ---- */
-#define IVC_MAGIC 0x3130414455435649ULL
-#define IVC_HDR_MAGIC 0x000
-#define IVC_HDR_PROTOCOL_VERSION 0x008
-#define IVC_HDR_HEADER_SIZE 0x00C
-#define IVC_HDR_REGION_SIZE 0x010
-#define IVC_HDR_SERVER_STATE 0x018
-#define IVC_HDR_EPOCH 0x01C
-#define IVC_HDR_SERVER_HEARTBEAT 0x020
-#define IVC_HDR_HOST_DRIVER_VERSION 0x028
-#define IVC_HDR_API_VERSION 0x02C
-#define IVC_HDR_FEATURE_BITS 0x030
-#define IVC_HDR_API_HASH 0x038
-#define IVC_HDR_CHANNEL_COUNT 0x040
-#define IVC_HDR_CHANNEL_STRIDE 0x044
-#define IVC_HDR_CHANNEL_TABLE_OFFSET 0x048
-#define IVC_HDR_REQUEST_AREA_SIZE 0x050
-#define IVC_HDR_RESPONSE_AREA_SIZE 0x054
-#define IVC_HDR_RING_SIZE 0x058
-#define IVC_HDR_WINDOW_SIZE 0x05C
-#define IVC_HDR_POOL_OFFSET 0x060
-#define IVC_HDR_POOL_SIZE 0x068
-#define IVC_HDR_OWNER_TIMEOUT_MS 0x070
-#define IVC_HDR_DOORBELL_VECTORS 0x074
-#define IVC_HDR_GUEST_HEARTBEAT 0x078
-#define IVC_HDR_SERVER_MESSAGE 0x100
-#define IVC_HEADER_SIZE 4096u
-#define IVC_STATE_READY 1u
-#define IVC_FEATURE_DOORBELL 1ULL
-#define IVC_FEATURE_POOL_REGISTERED 2ULL
-
-/* ---- §3: channel offsets ---- */
-#define IVC_CH_OWNER 0x000
-#define IVC_CH_OWNER_PID 0x008
-#define IVC_CH_OWNER_TID 0x00C
-#define IVC_CH_OWNER_HEARTBEAT 0x010
-#define IVC_CH_REQ_SEQ 0x040
-#define IVC_CH_RING_TAIL 0x048
-#define IVC_CH_GUEST_CHUNK 0x050
-#define IVC_CH_GUEST_WAITING 0x058
-#define IVC_CH_RESP_SEQ 0x080
-#define IVC_CH_RING_HEAD 0x088
-#define IVC_CH_SERVER_CHUNK 0x090
-#define IVC_CH_SERVER_PARKED 0x098
-#define IVC_CH_ATTACHED 0x09C
-#define IVC_CH_AREAS 0x100
-
-/* ---- §4: request/response headers ---- */
-#define IVC_MSG_HEADER 16u
-/* ---- §6: ring record header ---- */
-#define IVC_RECORD_HEADER 16u
+/* The region's layout (docs/protocol.md §2–6): offsets, sizes and named values, generated
+ * from api/region.layout into $(GEN). */
+#include "ivc_region.h"
 
 static inline uint64_t ivc_load64(const void *p) { return __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE); }
 static inline uint32_t ivc_load32(const void *p) { return __atomic_load_n((const uint32_t *)p, __ATOMIC_ACQUIRE); }

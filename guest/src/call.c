@@ -319,13 +319,6 @@ CUresult ivc_finish(struct ivc_call *call, CUresult result)
     return result;
 }
 
-/* Nothing to give back today (the payload lives in the channel or the cache); kept so
- * that generated stubs need not change if a call ever holds a resource. */
-void ivc_end(struct ivc_call *call)
-{
-    (void)call;
-}
-
 CUresult ivc_null_argument(const char *function, const char *parameter)
 {
     ivc_trace("%s: %s is NULL -> CUDA_ERROR_INVALID_VALUE", function, parameter);

@@ -1,8 +1,9 @@
 /* What region.c offers: finding, mapping and validating the region, and its doorbell.
  * The lowest unit beside the log; the interrupt daemon (tools/ivcuda-guest-irqd.c) links
  * it too, for the same PCI scan. */
-#ifndef IVC_REGION_H
-#define IVC_REGION_H
+/* (not IVC_REGION_H: that guards the generated layout, ivc_region.h) */
+#ifndef IVC_REGION_INTERNAL_H
+#define IVC_REGION_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>

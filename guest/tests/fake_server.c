@@ -32,7 +32,7 @@ void fake_write_header(uint8_t *base, uint64_t region_size)
 {
     memset(base, 0, 4096);
     ivc_write64(base + IVC_HDR_MAGIC, IVC_MAGIC);
-    ivc_write32(base + IVC_HDR_PROTOCOL_VERSION, 1);
+    ivc_write32(base + IVC_HDR_PROTOCOL_VERSION, IVC_PROTOCOL_VERSION);
     ivc_write32(base + IVC_HDR_HEADER_SIZE, 4096);
     ivc_write64(base + IVC_HDR_REGION_SIZE, region_size);
     ivc_write32(base + IVC_HDR_EPOCH, 1);

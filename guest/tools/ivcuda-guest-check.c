@@ -23,6 +23,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "ivc_region.h"
+
 #define EXIT_ANSWERS 0
 #define EXIT_NO_DEVICE 1
 #define EXIT_DEVICE_UNUSABLE 2
@@ -33,7 +35,7 @@
 #define IVCUDA_LIBRARY "/usr/lib/ivcuda/libcuda.so.1"
 #endif
 
-static const uint64_t REGION_MAGIC = 0x3130414455435649ULL; /* "IVCUDA01", docs/protocol.md §2 */
+/* Indexed by server_state (IVC_STATE_*, docs/protocol.md §2). */
 static const char *const SERVER_STATES[] = {"INIT", "READY", "STOPPING", "STOPPED"};
 
 typedef int (*cu_init_fn)(unsigned int);
@@ -59,7 +61,7 @@ static int describe_region(const char *device_dir) {
                errno == EACCES ? "; members of group ivcuda may (udev rule 60-ivcuda.rules), or run as root" : "");
         return 0;
     }
-    void *page = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+    void *page = mmap(NULL, IVC_HEADER_SIZE, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     if (page == MAP_FAILED) {
         printf("  %s: cannot map (%s)\n", path, strerror(errno));
@@ -68,16 +70,16 @@ static int describe_region(const char *device_dir) {
     const volatile unsigned char *header = page;
     uint64_t magic, region_size;
     uint32_t version, state, host_driver;
-    memcpy(&magic, (const void *)header, sizeof magic);
-    memcpy(&version, (const void *)(header + 0x08), sizeof version);
-    memcpy(&region_size, (const void *)(header + 0x10), sizeof region_size);
-    memcpy(&state, (const void *)(header + 0x18), sizeof state);
-    memcpy(&host_driver, (const void *)(header + 0x28), sizeof host_driver);
-    char message[257];
-    memcpy(message, (const void *)(header + 0x100), 256);
-    message[256] = '\0';
-    munmap(page, 4096);
-    if (magic != REGION_MAGIC) {
+    memcpy(&magic, (const void *)(header + IVC_HDR_MAGIC), sizeof magic);
+    memcpy(&version, (const void *)(header + IVC_HDR_PROTOCOL_VERSION), sizeof version);
+    memcpy(&region_size, (const void *)(header + IVC_HDR_REGION_SIZE), sizeof region_size);
+    memcpy(&state, (const void *)(header + IVC_HDR_SERVER_STATE), sizeof state);
+    memcpy(&host_driver, (const void *)(header + IVC_HDR_HOST_DRIVER_VERSION), sizeof host_driver);
+    char message[IVC_HDR_SERVER_MESSAGE_LENGTH + 1];
+    memcpy(message, (const void *)(header + IVC_HDR_SERVER_MESSAGE), IVC_HDR_SERVER_MESSAGE_LENGTH);
+    message[IVC_HDR_SERVER_MESSAGE_LENGTH] = '\0';
+    munmap(page, IVC_HEADER_SIZE);
+    if (magic != IVC_MAGIC) {
         printf("  %s: no ivcuda header (magic 0x%016" PRIx64 "; the server has not written it yet, or another ivshmem user)\n",
                path, magic);
         return 0;

@@ -4,9 +4,8 @@
  * Every malformed request must get an error code back (never a hang), and the server
  * must keep serving well-formed requests afterwards.
  *
- * Offsets are those of docs/protocol.md (version 1); they are written out here on
- * purpose instead of taken from the library's headers, so this test checks the
- * document as well as the code.
+ * Offsets, sizes and opcodes come from the generated ivc_region.h and ivc_api.h (api/),
+ * as the library's and the server's do: the protocol is written down in one place.
  *
  * usage: hostile <region file>      prints "N passed, M failed", exit 0 iff M == 0
  */
@@ -22,32 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* header (§2) */
-#define H_MAGIC 0x000
-#define H_PROTOCOL 0x008
-#define H_REGION_SIZE 0x010
-#define H_STATE 0x018
-#define H_API_HASH 0x038
-#define H_CHANNEL_COUNT 0x040
-#define H_CHANNEL_STRIDE 0x044
-#define H_CHANNEL_TABLE 0x048
-#define H_REQUEST_SIZE 0x050
-#define H_RESPONSE_SIZE 0x054
-#define H_RING_SIZE 0x058
-#define H_POOL_SIZE 0x068
-/* channel (§3) */
-#define C_OWNER 0x000
-#define C_PID 0x008
-#define C_TID 0x00C
-#define C_REQ_SEQ 0x040
-#define C_RING_TAIL 0x048
-#define C_RESP_SEQ 0x080
-#define C_RING_HEAD 0x088
-#define C_GUEST_CHUNK 0x050
-#define C_SERVER_CHUNK 0x090
-#define C_AREAS 0x100
+#include "ivc_api.h"
+#include "ivc_region.h"
 
-#define MAGIC 0x3130414455435649ULL
 #define OK 0
 #define INVALID_VALUE 1
 #define NOT_INITIALIZED 3
@@ -55,18 +31,6 @@
 #define INVALID_HANDLE 400
 #define ILLEGAL_STATE 401
 #define NOT_SUPPORTED 801
-
-/* opcodes from api/cuda-driver.api */
-#define OP_cuInit 1
-#define OP_cuDeviceGetAttribute 9
-#define OP_cuCtxSetCurrent 23
-#define OP_cuModuleGetFunction 50
-#define OP_cuStreamSynchronize 83
-#define OP_ivc_hello 200
-#define OP_ivc_memcpy_htod_inline 220
-#define OP_ivc_memcpy_dtoh_pool 225
-#define OP_ivc_mem_free 212
-#define OP_cuMemsetD8Async 67
 
 static uint8_t *region;
 static size_t region_size;
@@ -93,8 +57,8 @@ struct channel {
     uint32_t ring_size;
 };
 
-static uint8_t *request_area(struct channel *c) { return c->base + C_AREAS; }
-static uint8_t *response_area(struct channel *c) { return c->base + C_AREAS + c->request_size; }
+static uint8_t *request_area(struct channel *c) { return c->base + IVC_CH_AREAS; }
+static uint8_t *response_area(struct channel *c) { return c->base + IVC_CH_AREAS + c->request_size; }
 
 static double now(void)
 {
@@ -108,22 +72,22 @@ static int call_raw(struct channel *c, uint32_t opcode, const void *payload, uin
                     uint32_t copy_len, uint64_t seq)
 {
     uint8_t *req = request_area(c);
-    memcpy(req, &opcode, 4);
-    memcpy(req + 4, &declared_len, 4);
-    memcpy(req + 8, &seq, 8);
+    memcpy(req + IVC_MSG_OPCODE, &opcode, 4);
+    memcpy(req + IVC_MSG_PAYLOAD_LEN, &declared_len, 4);
+    memcpy(req + IVC_MSG_SEQ, &seq, 8);
     if (copy_len) {
-        memcpy(req + 16, payload, copy_len);
+        memcpy(req + IVC_MSG_HEADER, payload, copy_len);
     }
-    __atomic_store_n((uint64_t *)(c->base + C_REQ_SEQ), seq, __ATOMIC_RELEASE);
+    __atomic_store_n((uint64_t *)(c->base + IVC_CH_REQ_SEQ), seq, __ATOMIC_RELEASE);
     double deadline = now() + 5.0;
-    while (ld64(c->base + C_RESP_SEQ) != seq) {
+    while (ld64(c->base + IVC_CH_RESP_SEQ) != seq) {
         if (now() > deadline) {
             return -1;
         }
         usleep(10);
     }
     int32_t result;
-    memcpy(&result, response_area(c), 4);
+    memcpy(&result, response_area(c) + IVC_RESP_RESULT, 4);
     return result;
 }
 
@@ -152,32 +116,32 @@ static int hello(struct channel *c, uint64_t api_hash)
     put64(p, &off, (uint64_t)getpid());
     put_str(p, &off, "hostile-test", 13);
     put64(p, &off, 128);          /* messageCapacity */
-    return call(c, OP_ivc_hello, p, (uint32_t)off);
+    return call(c, IVC_OP_ivc_hello, p, (uint32_t)off);
 }
 
 static int claim(struct channel *c, uint64_t token)
 {
-    uint32_t count = rd32(H_CHANNEL_COUNT);
-    uint32_t stride = rd32(H_CHANNEL_STRIDE);
-    uint64_t table = rd64(H_CHANNEL_TABLE);
+    uint32_t count = rd32(IVC_HDR_CHANNEL_COUNT);
+    uint32_t stride = rd32(IVC_HDR_CHANNEL_STRIDE);
+    uint64_t table = rd64(IVC_HDR_CHANNEL_TABLE_OFFSET);
     for (uint32_t i = 0; i < count; i++) {
         uint8_t *base = region + table + (uint64_t)i * stride;
         /* §3: only a channel at rest may be claimed (a poisoned one released by a broken
          * guest is not, and stays out of use) */
-        if (ld64(base + C_REQ_SEQ) != ld64(base + C_RESP_SEQ) || ld64(base + C_RING_TAIL) != ld64(base + C_RING_HEAD) ||
-            ld64(base + C_GUEST_CHUNK) != ld64(base + C_SERVER_CHUNK)) {
+        if (ld64(base + IVC_CH_REQ_SEQ) != ld64(base + IVC_CH_RESP_SEQ) || ld64(base + IVC_CH_RING_TAIL) != ld64(base + IVC_CH_RING_HEAD) ||
+            ld64(base + IVC_CH_GUEST_CHUNK) != ld64(base + IVC_CH_SERVER_CHUNK)) {
             continue;
         }
         uint64_t expected = 0;
-        if (__atomic_compare_exchange_n((uint64_t *)(base + C_OWNER), &expected, token, 0,
+        if (__atomic_compare_exchange_n((uint64_t *)(base + IVC_CH_OWNER), &expected, token, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             uint32_t pid = (uint32_t)getpid();
-            memcpy(base + C_PID, &pid, 4);
-            memcpy(base + C_TID, &pid, 4);
+            memcpy(base + IVC_CH_OWNER_PID, &pid, 4);
+            memcpy(base + IVC_CH_OWNER_TID, &pid, 4);
             c->base = base;
-            c->seq = ld64(base + C_REQ_SEQ);
-            c->request_size = rd32(H_REQUEST_SIZE);
-            c->ring_size = rd32(H_RING_SIZE);
+            c->seq = ld64(base + IVC_CH_REQ_SEQ);
+            c->request_size = rd32(IVC_HDR_REQUEST_AREA_SIZE);
+            c->ring_size = rd32(IVC_HDR_RING_SIZE);
             return 0;
         }
     }
@@ -186,7 +150,7 @@ static int claim(struct channel *c, uint64_t token)
 
 static void release(struct channel *c)
 {
-    __atomic_store_n((uint64_t *)(c->base + C_OWNER), 0, __ATOMIC_RELEASE);
+    __atomic_store_n((uint64_t *)(c->base + IVC_CH_OWNER), 0, __ATOMIC_RELEASE);
 }
 
 int main(int argc, char **argv)
@@ -207,12 +171,13 @@ int main(int argc, char **argv)
         perror("mmap");
         return 2;
     }
-    if (rd64(H_MAGIC) != MAGIC || rd32(H_PROTOCOL) != 1 || rd32(H_STATE) != 1 ||
-        rd64(H_REGION_SIZE) != region_size) {
-        fprintf(stderr, "hostile: region is not a ready protocol-1 region\n");
+    if (rd64(IVC_HDR_MAGIC) != IVC_MAGIC || rd32(IVC_HDR_PROTOCOL_VERSION) != IVC_PROTOCOL_VERSION ||
+        rd32(IVC_HDR_SERVER_STATE) != IVC_STATE_READY ||
+        rd64(IVC_HDR_REGION_SIZE) != region_size) {
+        fprintf(stderr, "hostile: region is not a ready protocol-%u region\n", IVC_PROTOCOL_VERSION);
         return 2;
     }
-    uint64_t api_hash = rd64(H_API_HASH);
+    uint64_t api_hash = rd64(IVC_HDR_API_HASH);
     uint64_t token = ((uint64_t)getpid() << 32) | 0x5a5a5a5aU;
     uint8_t p[8192];
     size_t off;
@@ -220,7 +185,7 @@ int main(int argc, char **argv)
     /* 1. A channel whose first request is not a hello gets refused. */
     struct channel a;
     check(claim(&a, token) == 0, "claim a channel");
-    int r = call(&a, OP_cuInit, "\0\0\0\0\0\0\0\0", 8);
+    int r = call(&a, IVC_OP_cuInit, "\0\0\0\0\0\0\0\0", 8);
     check(r != OK && r != -1, "a request before ivc_hello is refused");
     release(&a);
     usleep(200000);
@@ -238,56 +203,56 @@ int main(int argc, char **argv)
     check(hello(&c, api_hash) == OK, "hello with the right hash");
     off = 0;
     put64(p, &off, 0);
-    check(call(&c, OP_cuInit, p, (uint32_t)off) == OK, "cuInit after hello");
+    check(call(&c, IVC_OP_cuInit, p, (uint32_t)off) == OK, "cuInit after hello");
 
     /* Unknown opcode. */
     check(call(&c, 9999, p, 8) == NOT_SUPPORTED, "unknown opcode → NOT_SUPPORTED");
     /* Declared payload longer than the request area. */
     c.seq++;
-    r = call_raw(&c, OP_cuInit, p, 0x7fffffff, 0, c.seq);
+    r = call_raw(&c, IVC_OP_cuInit, p, 0x7fffffff, 0, c.seq);
     check(r == INVALID_VALUE, "payload_len beyond the request area → INVALID_VALUE");
     /* Short payload: cuDeviceGetAttribute needs 16 bytes. */
-    check(call(&c, OP_cuDeviceGetAttribute, p, 8) == INVALID_VALUE, "short payload → INVALID_VALUE");
+    check(call(&c, IVC_OP_cuDeviceGetAttribute, p, 8) == INVALID_VALUE, "short payload → INVALID_VALUE");
     /* Trailing garbage after a complete payload. */
     memset(p, 0, 32);
-    check(call(&c, OP_cuInit, p, 24) == INVALID_VALUE, "payload longer than the parameters → INVALID_VALUE");
+    check(call(&c, IVC_OP_cuInit, p, 24) == INVALID_VALUE, "payload longer than the parameters → INVALID_VALUE");
     /* A context handle the server never minted. */
     off = 0;
     put64(p, &off, 0x0100000712345678ULL);
-    r = call(&c, OP_cuCtxSetCurrent, p, (uint32_t)off);
+    r = call(&c, IVC_OP_cuCtxSetCurrent, p, (uint32_t)off);
     check(r == INVALID_CONTEXT || r == INVALID_HANDLE, "forged context handle → INVALID_CONTEXT/HANDLE");
     /* A stream handle the server never minted. */
     off = 0;
     put64(p, &off, 0x0400000200000009ULL);
-    check(call(&c, OP_cuStreamSynchronize, p, (uint32_t)off) == INVALID_HANDLE, "forged stream → INVALID_HANDLE");
+    check(call(&c, IVC_OP_cuStreamSynchronize, p, (uint32_t)off) == INVALID_HANDLE, "forged stream → INVALID_HANDLE");
     /* A string whose declared length runs past the payload. */
     off = 0;
     put64(p, &off, 0);              /* hmod */
     put64(p, &off, 5000);           /* name length, more than sent */
     memset(p + off, 'A', 64);
     off += 64;
-    check(call(&c, OP_cuModuleGetFunction, p, (uint32_t)off) == INVALID_VALUE, "string length past payload → INVALID_VALUE");
+    check(call(&c, IVC_OP_cuModuleGetFunction, p, (uint32_t)off) == INVALID_VALUE, "string length past payload → INVALID_VALUE");
     /* A string without its NUL. */
     off = 0;
     put64(p, &off, 0);
     put64(p, &off, 8);
     memcpy(p + off, "ABCDEFGH", 8);
     off += 8;
-    r = call(&c, OP_cuModuleGetFunction, p, (uint32_t)off);
+    r = call(&c, IVC_OP_cuModuleGetFunction, p, (uint32_t)off);
     check(r == INVALID_VALUE, "string without NUL → INVALID_VALUE");
     /* Pool copy outside the pool. */
     off = 0;
-    put64(p, &off, rd64(H_POOL_SIZE) - 8);   /* poolOffset */
+    put64(p, &off, rd64(IVC_HDR_POOL_SIZE) - 8);   /* poolOffset */
     put64(p, &off, 0x1000);                  /* src device */
     put64(p, &off, 0);                       /* stream */
     put64(p, &off, 4096);                    /* size */
-    check(call(&c, OP_ivc_memcpy_dtoh_pool, p, (uint32_t)off) == INVALID_VALUE, "pool copy past the pool → INVALID_VALUE");
+    check(call(&c, IVC_OP_ivc_memcpy_dtoh_pool, p, (uint32_t)off) == INVALID_VALUE, "pool copy past the pool → INVALID_VALUE");
     off = 0;
     put64(p, &off, UINT64_MAX - 8);
     put64(p, &off, 0x1000);
     put64(p, &off, 0);
     put64(p, &off, 16);
-    check(call(&c, OP_ivc_memcpy_dtoh_pool, p, (uint32_t)off) == INVALID_VALUE, "pool offset overflow → INVALID_VALUE");
+    check(call(&c, IVC_OP_ivc_memcpy_dtoh_pool, p, (uint32_t)off) == INVALID_VALUE, "pool offset overflow → INVALID_VALUE");
     /* Inline copy to device memory this guest never allocated. */
     off = 0;
     put64(p, &off, 0x7f0000000000ULL);       /* dst */
@@ -296,11 +261,11 @@ int main(int argc, char **argv)
     memset(p + off, 0xab, 16);
     off += 16;
     put64(p, &off, 16);                      /* size */
-    check(call(&c, OP_ivc_memcpy_htod_inline, p, (uint32_t)off) == INVALID_VALUE, "copy to unowned device memory → INVALID_VALUE");
+    check(call(&c, IVC_OP_ivc_memcpy_htod_inline, p, (uint32_t)off) == INVALID_VALUE, "copy to unowned device memory → INVALID_VALUE");
     /* Freeing memory that was never allocated. */
     off = 0;
     put64(p, &off, 0x7f0000000000ULL);
-    check(call(&c, OP_ivc_mem_free, p, (uint32_t)off) == INVALID_VALUE, "free of unowned memory → INVALID_VALUE");
+    check(call(&c, IVC_OP_ivc_mem_free, p, (uint32_t)off) == INVALID_VALUE, "free of unowned memory → INVALID_VALUE");
     /* Garbage flood: random opcodes and payloads; every one must be answered. */
     srand(12345);
     int answered = 1;
@@ -310,7 +275,7 @@ int main(int argc, char **argv)
             p[k] = (uint8_t)rand();
         }
         uint32_t op = (uint32_t)(rand() % 300);
-        if (op == OP_ivc_hello || op == 201 /* goodbye */ || op == 202 /* process exit */) {
+        if (op == IVC_OP_ivc_hello || op == 201 /* goodbye */ || op == 202 /* process exit */) {
             continue;
         }
         answered = call(&c, op, p, len) != -1;
@@ -318,16 +283,16 @@ int main(int argc, char **argv)
     check(answered, "2000 random requests are all answered");
     off = 0;
     put64(p, &off, 0);
-    check(call(&c, OP_cuInit, p, (uint32_t)off) == OK, "the channel still serves after the flood");
+    check(call(&c, IVC_OP_cuInit, p, (uint32_t)off) == OK, "the channel still serves after the flood");
 
     /* A ring record with a bad length poisons only this channel. */
-    uint8_t *ring = c.base + C_AREAS + c.request_size + rd32(H_RESPONSE_SIZE);
-    uint64_t tail = ld64(c.base + C_RING_TAIL);
-    uint32_t bad_len = 12, opcode = OP_cuMemsetD8Async;
-    memcpy(ring + (tail % c.ring_size), &bad_len, 4);
-    memcpy(ring + (tail % c.ring_size) + 4, &opcode, 4);
-    __atomic_store_n((uint64_t *)(c.base + C_RING_TAIL), tail + 16, __ATOMIC_RELEASE);
-    check(call(&c, OP_cuInit, p, 8) == ILLEGAL_STATE, "a bad ring record poisons the channel → ILLEGAL_STATE");
+    uint8_t *ring = c.base + IVC_CH_AREAS + c.request_size + rd32(IVC_HDR_RESPONSE_AREA_SIZE);
+    uint64_t tail = ld64(c.base + IVC_CH_RING_TAIL);
+    uint32_t bad_len = 12, opcode = IVC_OP_cuMemsetD8Async;
+    memcpy(ring + (tail % c.ring_size) + IVC_REC_TOTAL_LEN, &bad_len, 4);
+    memcpy(ring + (tail % c.ring_size) + IVC_REC_OPCODE, &opcode, 4);
+    __atomic_store_n((uint64_t *)(c.base + IVC_CH_RING_TAIL), tail + IVC_RECORD_HEADER, __ATOMIC_RELEASE);
+    check(call(&c, IVC_OP_cuInit, p, 8) == ILLEGAL_STATE, "a bad ring record poisons the channel → ILLEGAL_STATE");
     release(&c);
 
     /* 4. The server still serves a fresh channel. */
@@ -337,7 +302,7 @@ int main(int argc, char **argv)
     check(hello(&d, api_hash) == OK, "hello after the abuse");
     off = 0;
     put64(p, &off, 0);
-    check(call(&d, OP_cuInit, p, (uint32_t)off) == OK, "cuInit after the abuse");
+    check(call(&d, IVC_OP_cuInit, p, (uint32_t)off) == OK, "cuInit after the abuse");
     release(&d);
 
     printf("%d passed, %d failed\n", passed, failed);

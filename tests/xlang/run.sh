@@ -30,12 +30,14 @@ expect_ok() { # name, command...
 }
 
 gcc -std=c11 -O2 -Wall -Werror -pthread -o "$work/xfer" tests/xlang/xfer.c -Lguest/target -lcuda || exit 1
-gcc -std=c11 -O2 -Wall -Werror -o "$work/hostile" tests/xlang/hostile.c || exit 1
+gcc -std=c11 -O2 -Wall -Werror -Iguest/target/generated -Iguest/include -o "$work/hostile" tests/xlang/hostile.c || exit 1
+# the one wait for READY (guest/tools/ivcuda-region-wait.c, built with the guest library)
+region_wait=guest/target/ivcuda-region-wait
 
 # 1 GiB region: 256 MiB pinned buffers come from its pool.
 . tests/host-memory-server.sh
 start_host_memory_server "$region" "$work/server.log" --set region.size=1073741824 \
-    --set owner.timeout.ms=1500 --set domain.name=xlang-test
+    --set owner.timeout.ms=1500 --set domain.name=xlang-test || exit 1
 export IVCUDA_REGION=$region LD_LIBRARY_PATH=$root/guest/target
 
 # Sizes from 1 byte to 256 MiB, through every copy path, odd sizes included.
@@ -77,7 +79,8 @@ java -jar cuda-server/target/cuda-server.jar \
     --set mode=doorbell --set doorbell.socket="$socket" --set doorbell.vectors=32 --set channel.count=32 \
     --set domain.name=xlang-doorbell >"$work/doorbell.log" 2>&1 &
 doorbell_pid=$!
-for _ in $(seq 100); do [ -S "$socket" ] && break; sleep 0.1; done
+# READY comes after the socket exists (architecture.md, Doorbell mode)
+"$region_wait" --pid "$doorbell_pid" "$doorbell_region" 30 >/dev/null || fail "doorbell server not READY: $(tail -3 "$work/doorbell.log")"
 # IVCUDA_SPIN_US=20: sleep on the interrupt after 20 us (not 2 ms), so that these short waits do.
 if out=$(IVCUDA_DEBUG=1 IVCUDA_SPIN_US=20 IVCUDA_REGION=$doorbell_region timeout 300 \
         python3 bench/idle/qemu_peer.py "$socket" 32 "$work/xfer" copy 16777216 4 2>&1) \

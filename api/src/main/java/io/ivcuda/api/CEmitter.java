@@ -10,7 +10,8 @@ import java.util.Locale;
 import java.util.stream.Collectors;
 
 /**
- * Writes the guest library's generated C: {@code ivc_api.h} (versions, opcodes,
+ * Writes the guest library's generated C: {@code ivc_region.h} (the region's layout, see
+ * {@link RegionHeaderEmitter}), {@code ivc_api.h} (versions, opcodes,
  * prototypes), {@code ivc_stubs.c} (one marshalling function per sync/async/internal
  * operation, exported aliases, ptds/ptsz variants, unsupported stubs) and
  * {@code ivc_exports.c} (the table cuGetProcAddress searches).
@@ -32,6 +33,7 @@ public final class CEmitter {
 
     public void write(Path dir) throws IOException {
         Files.createDirectories(dir);
+        Files.writeString(dir.resolve("ivc_region.h"), new RegionHeaderEmitter(api).header(), StandardCharsets.UTF_8);
         Files.writeString(dir.resolve("ivc_api.h"), header(), StandardCharsets.UTF_8);
         Files.writeString(dir.resolve("ivc_stubs.c"), stubs(), StandardCharsets.UTF_8);
         Files.writeString(dir.resolve("ivc_exports.c"), exportTable(), StandardCharsets.UTF_8);
@@ -43,10 +45,10 @@ public final class CEmitter {
         StringBuilder s = new StringBuilder();
         s.append(banner());
         s.append("#ifndef IVC_API_H\n#define IVC_API_H\n\n");
-        s.append("#include \"ivc_cuda_types.h\"\n\n");
+        s.append("#include \"ivc_cuda_types.h\"\n#include \"ivc_region.h\"\n\n");
         s.append("#define IVC_API_VERSION ").append(api.apiVersion()).append('\n');
         s.append(String.format(Locale.ROOT, "#define IVC_API_HASH 0x%016xULL%n", api.apiHash()));
-        s.append("#define IVC_PROTOCOL_VERSION 1\n\n");
+        s.append('\n');
         s.append("/* Wire opcodes (docs/protocol.md §4, §6); 0 is the ring's PAD record. */\n");
         s.append("enum ivc_opcode {\n    IVC_OP_PAD = 0,\n");
         for (Function f : api.functions()) {
@@ -160,7 +162,6 @@ public final class CEmitter {
             s.append("        ").append(get(f, p)).append(";\n");
         }
         s.append("        result = ivc_finish(&call, result);\n    }\n");
-        s.append("    ivc_end(&call);\n");
         s.append("    return ").append(hooked ? afterHook(f, "result", arguments) : "result").append(";\n}\n");
         return s.toString();
     }

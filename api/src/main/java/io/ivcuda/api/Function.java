@@ -12,9 +12,12 @@ import java.util.List;
  * @param ptds    also exported with the per-thread default stream suffixes
  * @param params  parameters in C order
  * @param exports exported symbols (empty for internal operations)
+ * @param section the server handler section it belongs to (null before the first {@code section})
+ * @param streams the parameter whose value is the byte count that follows through the window, or null
+ * @param streamsIn whether those bytes go to the server (else they come from it)
  */
 public record Function(int opcode, String name, Mode mode, boolean cached, boolean ptds,
-                       List<Param> params, List<Export> exports) {
+                       List<Param> params, List<Export> exports, String section, String streams, boolean streamsIn) {
 
     public List<Param> requestParams() {
         return params.stream().filter(p -> p.direction().travelsInRequest()).toList();

@@ -12,6 +12,8 @@ class CEmitterTest {
 
     private static final String DESCRIPTION = """
             api 13000
+            result CUDA_ERROR_INVALID_HANDLE 400
+            handle stream 4 CUDA_ERROR_INVALID_HANDLE
             type int i32
             type size_t u64
             type CUresult i32
@@ -28,6 +30,15 @@ class CEmitterTest {
             fn 250 ivc_param_layout internal (out u32 count, outbuf u64 entries[capacity], in u32 capacity, in CUstream f)
             fn 251 ivc_launch async (in CUstream f, inbuf params[paramsSize], in u32 paramsSize)
             unsupported cuArrayCreate
+            layout header HDR HEADER_SIZE 4096
+              0x000 u64 magic
+              0x008 u32 protocol_version
+              0x018 u32 server_state shared
+              0x100 char[256] server_message
+            end
+            values header.magic - MAGIC=0x1122334455667788
+            values header.protocol_version - PROTOCOL_VERSION=1
+            values header.server_state STATE READY=1
             """;
 
     private final ApiDescription api = ApiDescription.parse(DESCRIPTION, "test.api");
@@ -37,12 +48,23 @@ class CEmitterTest {
         String h = new CEmitter(api).header();
         assertTrue(h.contains("#define IVC_API_VERSION 13000"));
         assertTrue(h.contains(String.format("#define IVC_API_HASH 0x%016xULL", api.apiHash())), h);
-        assertTrue(h.contains("#define IVC_PROTOCOL_VERSION 1"));
+        assertTrue(h.contains("#include \"ivc_region.h\""), h);
+        assertTrue(new RegionHeaderEmitter(api).header().contains("#define IVC_PROTOCOL_VERSION 1"));
         assertTrue(h.contains("IVC_OP_cuDeviceGetAttribute = 9,"));
         assertTrue(h.contains("IVC_OP_ivc_mem_alloc = 210,"));
         assertTrue(h.contains("CUresult ivc_mem_alloc(CUdeviceptr *dptr, size_t bytesize);"));
         assertTrue(h.contains("CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, int uc, size_t N);"));
         assertTrue(h.contains("IVC_ALIAS(cuMemAlloc, cuMemAlloc_v2)"));
+    }
+
+    @Test
+    void regionHeaderHasEveryOffsetSizeAndValue() {
+        String r = new RegionHeaderEmitter(api).header();
+        assertTrue(r.contains("#define IVC_HEADER_SIZE 4096u\n"), r);
+        assertTrue(r.contains("#define IVC_HDR_SERVER_STATE 0x018\n"), r);
+        assertTrue(r.contains("#define IVC_HDR_SERVER_MESSAGE_LENGTH 256u\n"), r);
+        assertTrue(r.contains("#define IVC_MAGIC 0x1122334455667788ULL\n"), r);
+        assertTrue(r.contains("#define IVC_STATE_READY 1u\n"), r);
     }
 
     @Test
@@ -91,7 +113,7 @@ class CEmitterTest {
         String body = c.substring(start, c.indexOf("\n}\n", start));
         int before = body.indexOf("ivc_hook_before_cuMemsetD8_v2(dstDevice, uc, N);");
         int begin = body.indexOf("ivc_begin(");
-        int end = body.indexOf("ivc_end(&call);");
+        int end = body.indexOf("result = ivc_finish(&call, result);");
         int after = body.lastIndexOf("return ivc_hook_after_cuMemsetD8_v2(result, dstDevice, uc, N);");
         assertTrue(before > 0 && begin > before && end > begin && after > end, body);
         assertTrue(body.contains("if (result != CUDA_SUCCESS)\n        return ivc_hook_after_cuMemsetD8_v2(result,"), body);

@@ -15,14 +15,22 @@ class JavaEmitterTest {
 
     private static final String SMALL = """
             api 13000
+            result CUDA_ERROR_INVALID_VALUE 1
+            result CUDA_ERROR_INVALID_HANDLE 400
+            handle stream 4 CUDA_ERROR_INVALID_HANDLE passthrough 0..2
             type int i32
             type u32 u32
             type size_t u64
+            type CUdeviceptr u64
             type CUstream handle stream
+            section device
             fn 3 cuDeviceGetCount sync (out int count) -> cuDeviceGetCount
             fn 4 cuDeviceGetName sync (outbuf char name[len], in int len, in int dev) -> cuDeviceGetName
             fn 7 cuDeviceGetByPCIBusId sync (out int dev, instr pciBusId) -> cuDeviceGetByPCIBusId
+            section copy
             fn 9 ivc_copy async (in CUstream s, inbuf data[size], in size_t size)
+            fn 10 ivc_put internal streams-in:size (in CUdeviceptr dst device[size], in size_t size)
+            fn 11 cuStreamDestroy sync (in CUstream h release) -> cuStreamDestroy
             """;
 
     private String generated(String text, String file) throws Exception {
@@ -41,12 +49,46 @@ class JavaEmitterTest {
     }
 
     @Test
-    void handlerHasOneDefaultMethodPerFunctionWithDecodedParams() throws Exception {
-        String handler = generated(SMALL, "Handler.java");
-        assertTrue(handler.contains("default int cuDeviceGetName(Reply r, int len_, int dev)"), handler);
-        assertTrue(handler.contains("default int cuDeviceGetByPCIBusId(Reply r, String pciBusId)"), handler);
-        assertTrue(handler.contains("default int ivc_copy(org.agrona.DirectBuffer in, long s, int dataIndex, int dataLength, long size)"), handler);
-        assertEquals(4, handler.split("return unsupported\\(").length - 1);
+    void eachSectionHasOneDefaultMethodPerFunctionWithDecodedParams() throws Exception {
+        String device = generated(SMALL, "DeviceCalls.java");
+        String copy = Files.readString(dir.resolve("io/ivcuda/server/gen/CopyCalls.java"));
+        assertTrue(device.contains("default int cuDeviceGetName(Reply r, int len_, int dev)"), device);
+        assertTrue(device.contains("default int cuDeviceGetByPCIBusId(Reply r, String pciBusId)"), device);
+        assertTrue(copy.contains("default int ivc_copy(org.agrona.DirectBuffer in, long s, int dataIndex, int dataLength, long size)"), copy);
+        assertEquals(3, device.split("return Dispatcher.NOT_IMPLEMENTED;").length - 1);
+        assertEquals(3, copy.split("return Dispatcher.NOT_IMPLEMENTED;").length - 1);
+        String handlers = Files.readString(dir.resolve("io/ivcuda/server/gen/Handlers.java"));
+        assertTrue(handlers.contains("public Handlers(Checks checks, DeviceCalls device, CopyCalls copy)"), handlers);
+    }
+
+    @Test
+    void dispatcherChecksHandlesAndRangesBeforeTheHandler() throws Exception {
+        String d = generated(SMALL, "Dispatcher.java");
+        int decode = d.indexOf("private static int d_ivc_copy(");
+        String copy = d.substring(decode, d.indexOf("\n    }\n", decode));
+        assertTrue(copy.contains("if (s >= 0L && s <= 2L) {"), "the driver's own streams pass: " + copy);
+        assertTrue(copy.contains("n_s = h.checks.handle(HandleKinds.STREAM, s);"), copy);
+        assertTrue(copy.indexOf("Checks.NO_HANDLE") < copy.indexOf("h.copy.ivc_copy(in, n_s, dataIndex, dataLength, size)"),
+                "the handler gets the native stream, after the check: " + copy);
+        int put = d.indexOf("private static int d_ivc_put(");
+        String streamed = d.substring(put, d.indexOf("\n    }\n", put));
+        assertTrue(streamed.contains("if (!h.checks.deviceRange(dst, b_dst)) {"), streamed);
+        assertTrue(streamed.contains("return h.checks.settle(true, size, r.refuse(\"dst\""), "a refused streamed call moves its chunks: " + streamed);
+        int destroy = d.indexOf("private static int d_cuStreamDestroy(");
+        String released = d.substring(destroy, d.indexOf("\n    }\n", destroy));
+        assertTrue(released.contains("h.checks.beginRelease(HandleKinds.STREAM, h_)"), released);
+        assertTrue(released.contains("h.checks.endRelease(h_, wResult == CUDA_SUCCESS);"), released);
+    }
+
+    @Test
+    void checksNeedTheirParametersAndHandlesTheirKinds() {
+        String base = "api 13000\nresult CUDA_ERROR_INVALID_VALUE 1\ntype u64 u64\nsection s\n";
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> ApiDescription.parse(
+                base + "fn 1 a sync (in u64 p device[n]) -> a\n", "t.api")).getMessage().contains("needs an 'in' scalar n"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> ApiDescription.parse(
+                base + "fn 1 a sync (in u64 p release) -> a\n", "t.api")).getMessage().contains("only a handle"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> ApiDescription.parse(
+                base + "type S handle stream\n", "t.api")).getMessage().contains("no 'handle stream' described before"));
     }
 
     @Test
@@ -57,6 +99,16 @@ class JavaEmitterTest {
         assertTrue(d.contains("r.fault(\"opcode (async function sent as a request)\")"), "async opcode refused in the request area");
         assertTrue(d.contains("r.fault(\"opcode (sync function sent through the ring)\")"), "sync opcode refused in the ring");
         assertTrue(d.contains("yield CUDA_ERROR_NOT_SUPPORTED;"), "unknown opcode");
+    }
+
+    @Test
+    void theTestEncoderPutsTheInsInDeclaredOrder() throws Exception {
+        new TestEncoderEmitter(ApiDescription.parse(SMALL, "t.api")).write(dir);
+        String r = Files.readString(dir.resolve("io/ivcuda/server/gen/Requests.java"));
+        assertTrue(r.contains("public static Request ivc_copy(long s, byte[] data, long size) {\n"
+                + "        return raw(Opcodes.IVC_COPY).scalar(s).buf(data).scalar(size);"), r);
+        assertTrue(r.contains("public static Request cuDeviceGetByPCIBusId(String pciBusId) {\n"
+                + "        return raw(Opcodes.CU_DEVICE_GET_BY_PCIBUS_ID).str(pciBusId);"), r);
     }
 
     @Test

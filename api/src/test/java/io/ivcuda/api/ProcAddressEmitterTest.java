@@ -14,6 +14,8 @@ class ProcAddressEmitterTest {
 
     private static final String DESCRIPTION = """
             api 13000
+            result CUDA_ERROR_INVALID_HANDLE 400
+            handle stream 4 CUDA_ERROR_INVALID_HANDLE
             type CUresult i32
             type CUdeviceptr u64
             type size_t u64

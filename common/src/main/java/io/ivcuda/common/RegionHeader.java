@@ -1,5 +1,6 @@
 package io.ivcuda.common;
 
+import io.ivcuda.wire.HeaderFlyweight;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -15,17 +16,17 @@ import java.nio.file.StandardOpenOption;
  */
 public record RegionHeader(long magic, int serverState, int epoch, long serverHeartbeat, int hostDriverVersion,
                            long featureBits, int channelCount, String serverMessage) {
-    public static final long MAGIC = 0x3130414455435649L;
-    static final int OFFSET_MAGIC = 0x00;
-    public static final int OFFSET_SERVER_STATE = 0x18;
-    static final int OFFSET_EPOCH = 0x1C;
-    static final int OFFSET_SERVER_HEARTBEAT = 0x20;
-    static final int OFFSET_HOST_DRIVER_VERSION = 0x28;
-    static final int OFFSET_FEATURE_BITS = 0x30;
-    static final int OFFSET_CHANNEL_COUNT = 0x40;
-    static final int OFFSET_SERVER_MESSAGE = 0x100;
-    static final int SERVER_MESSAGE_SIZE = 256;
-    public static final int STATE_READY = 1;
+    public static final long MAGIC = HeaderFlyweight.MAGIC;
+    static final int OFFSET_MAGIC = HeaderFlyweight.MAGIC_OFFSET;
+    public static final int OFFSET_SERVER_STATE = HeaderFlyweight.SERVER_STATE_OFFSET;
+    static final int OFFSET_EPOCH = HeaderFlyweight.EPOCH_OFFSET;
+    static final int OFFSET_SERVER_HEARTBEAT = HeaderFlyweight.SERVER_HEARTBEAT_OFFSET;
+    static final int OFFSET_HOST_DRIVER_VERSION = HeaderFlyweight.HOST_DRIVER_VERSION_OFFSET;
+    static final int OFFSET_FEATURE_BITS = HeaderFlyweight.FEATURE_BITS_OFFSET;
+    static final int OFFSET_CHANNEL_COUNT = HeaderFlyweight.CHANNEL_COUNT_OFFSET;
+    static final int OFFSET_SERVER_MESSAGE = HeaderFlyweight.SERVER_MESSAGE_OFFSET;
+    static final int SERVER_MESSAGE_SIZE = HeaderFlyweight.SERVER_MESSAGE_LENGTH;
+    public static final int STATE_READY = HeaderFlyweight.STATE_READY;
     private static final String[] STATES = {"INIT", "READY", "STOPPING", "STOPPED"};
 
     /** No header: no file, or not one of ours. */

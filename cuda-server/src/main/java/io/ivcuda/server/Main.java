@@ -1,8 +1,9 @@
 package io.ivcuda.server;
 
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.JnaCudaBackend;
-import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.backend.NoDriver;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -82,7 +83,7 @@ public final class Main implements Callable<Integer> {
         }
         CudaBackend backend = null;
         if (config.backend().equals("cuda")) {
-            JnaCudaBackend cuda = new JnaCudaBackend();
+            CudaBackend cuda = JnaCudaBackend.load();
             String unusable = unusableGpu(cuda, config.gpu());
             if (unusable != null) {
                 System.err.println(SAYS + "no usable GPU (gpu " + config.gpu() + "): " + unusable);
@@ -133,8 +134,8 @@ public final class Main implements Callable<Integer> {
      * names a device that exists (a UUID is matched when the server starts: a wrong one gets its guests
      * CUDA_ERROR_NO_DEVICE). Null when usable, else why not. The host-memory backend is always usable.
      */
-    static String unusableGpu(JnaCudaBackend cuda, String gpu) {
-        if (!cuda.loaded()) {
+    static String unusableGpu(CudaBackend cuda, String gpu) {
+        if (NoDriver.is(cuda)) {
             return "the CUDA driver (libcuda.so.1) cannot be loaded: is NVIDIA's driver installed on this host?";
         }
         int result = cuda.init(0);
@@ -150,7 +151,7 @@ public final class Main implements Callable<Integer> {
             if (result != CuResult.SUCCESS) {
                 return "cuDeviceGetCount failed: " + CuResult.name(result);
             }
-            int count = out.i0;
+            int count = out.value;
             boolean exists = gpu.length() < 10 && Long.parseLong(gpu) < count;
             return exists ? null : "no GPU with index " + gpu + " (the driver finds " + count + ")";
         } finally {

@@ -2,8 +2,8 @@ package io.ivcuda.server;
 
 import io.ivcuda.server.core.Owner;
 import io.ivcuda.server.core.Vm;
-import io.ivcuda.server.region.ChannelLayout;
 import io.ivcuda.server.region.Layout;
+import io.ivcuda.wire.ChannelFlyweight;
 import java.io.IOException;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
@@ -75,9 +75,11 @@ final class StatusFile {
         }
         p.setProperty("processes", String.join(" ", pids.stream().map(String::valueOf).toList()));
         int attached = 0;
+        ChannelFlyweight channel = new ChannelFlyweight();
         for (int i = 0; i < layout.channelCount(); i++) {
-            // written by the server's own watcher (docs/protocol.md §3): 1 while a worker serves the channel
-            if (vm.region().view(layout.channelOffset(i), ChannelLayout.ATTACHED + 4).getIntVolatile(ChannelLayout.ATTACHED) == 1) {
+            // written by the server's own workers (docs/protocol.md §3): 1 while a worker serves the channel
+            channel.wrap(vm.region().view(layout.channelOffset(i), ChannelFlyweight.ATTACHED_OFFSET + 4), 0);
+            if (channel.attachedVolatile() == 1) {
                 attached++;
             }
         }

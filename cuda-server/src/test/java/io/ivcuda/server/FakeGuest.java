@@ -1,24 +1,33 @@
 package io.ivcuda.server;
 
-import static io.ivcuda.server.region.ChannelLayout.*;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ivcuda.server.gen.Opcodes;
-import io.ivcuda.server.region.HeaderLayout;
+import io.ivcuda.server.gen.Requests;
+import io.ivcuda.server.gen.Requests.Request;
 import io.ivcuda.server.region.Region;
+import io.ivcuda.wire.ChannelFlyweight;
+import io.ivcuda.wire.HeaderFlyweight;
+import io.ivcuda.wire.RecordFlyweight;
+import io.ivcuda.wire.RequestFlyweight;
+import io.ivcuda.wire.ResponseFlyweight;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import org.agrona.ExpandableArrayBuffer;
+import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
-/** A Java stand-in for the guest library: its own mapping of the region, the protocol by hand. */
+/**
+ * A Java stand-in for the guest library: its own mapping of the region, read and written through
+ * the generated flyweights, with requests encoded by the generated {@link Requests}; what it does
+ * by hand is only the protocol's choreography (docs/protocol.md §3–6, §8).
+ */
 final class FakeGuest implements AutoCloseable {
     static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
     final Region region;
     final UnsafeBuffer header;
+    final HeaderFlyweight layout = new HeaderFlyweight();
     final int channelCount;
     final int stride;
     final int requestSize;
@@ -33,24 +42,25 @@ final class FakeGuest implements AutoCloseable {
 
     FakeGuest(Path file, long size) throws Exception {
         region = Region.openOrCreate(file, size);
-        header = region.view(0, 4096);
-        assertEquals(HeaderLayout.STATE_READY, header.getIntVolatile(HeaderLayout.SERVER_STATE));
-        channelCount = header.getInt(HeaderLayout.CHANNEL_COUNT, LE);
-        stride = header.getInt(HeaderLayout.CHANNEL_STRIDE, LE);
-        requestSize = header.getInt(HeaderLayout.REQUEST_AREA_SIZE, LE);
-        responseSize = header.getInt(HeaderLayout.RESPONSE_AREA_SIZE, LE);
-        ringSize = header.getInt(HeaderLayout.RING_SIZE, LE);
-        windowSize = header.getInt(HeaderLayout.WINDOW_SIZE, LE);
-        poolOffset = header.getLong(HeaderLayout.POOL_OFFSET, LE);
-        poolSize = header.getLong(HeaderLayout.POOL_SIZE, LE);
+        header = region.view(0, HeaderFlyweight.LENGTH);
+        layout.wrap(header, 0);
+        assertEquals(HeaderFlyweight.STATE_READY, layout.serverStateVolatile());
+        channelCount = layout.channelCount();
+        stride = layout.channelStride();
+        requestSize = layout.requestAreaSize();
+        responseSize = layout.responseAreaSize();
+        ringSize = layout.ringSize();
+        windowSize = layout.windowSize();
+        poolOffset = layout.poolOffset();
+        poolSize = layout.poolSize();
     }
 
     Channel claim(int index, long token) {
-        UnsafeBuffer c = region.view(header.getLong(HeaderLayout.CHANNEL_TABLE_OFFSET, LE) + (long) index * stride, stride);
-        assertTrue(c.compareAndSetLong(OWNER, 0, token), "channel " + index + " is free");
-        c.putInt(OWNER_PID, (int) (token >>> 32), LE);
-        c.putInt(OWNER_TID, index, LE);
-        return new Channel(c, token, index);
+        UnsafeBuffer c = region.view(layout.channelTableOffset() + (long) index * stride, stride);
+        ChannelFlyweight control = new ChannelFlyweight().wrap(c, 0);
+        assertTrue(control.compareAndSetOwner(0, token), "channel " + index + " is free");
+        control.ownerPid((int) (token >>> 32)).ownerTid(index);
+        return new Channel(c, control, token, index);
     }
 
     UnsafeBuffer pool() {
@@ -62,36 +72,6 @@ final class FakeGuest implements AutoCloseable {
         region.close();
     }
 
-    /** Builds a payload per docs/protocol.md §5. */
-    static final class Payload {
-        final ExpandableArrayBuffer b = new ExpandableArrayBuffer(256);
-        int len;
-
-        Payload scalar(long v) {
-            b.putLong(len, v, LE);
-            len += 8;
-            return this;
-        }
-
-        Payload buf(byte[] data) {
-            return rawBuf(data.length, data);
-        }
-
-        Payload rawBuf(long declaredLength, byte[] data) {
-            scalar(declaredLength);
-            int padded = (data.length + 7) & ~7;
-            b.setMemory(len, padded, (byte) 0);
-            b.putBytes(len, data);
-            len += padded;
-            return this;
-        }
-
-        Payload str(String s) {
-            byte[] z = (s + "\0").getBytes(StandardCharsets.US_ASCII);
-            return buf(z);
-        }
-    }
-
     /** The response of one call. */
     record Response(int result, int payloadLen, UnsafeBuffer buffer, int payload) {
         long out(int slot) {
@@ -101,52 +81,49 @@ final class FakeGuest implements AutoCloseable {
 
     final class Channel {
         final UnsafeBuffer c;
+        final ChannelFlyweight control;
+        final RequestFlyweight request = new RequestFlyweight();
+        final ResponseFlyweight response = new ResponseFlyweight();
+        final RecordFlyweight record = new RecordFlyweight();
         final long token;
-        final int req = REQUEST_AREA;
-        final int resp;
         final int ring;
         final int window;
         final int index;
 
-        Channel(UnsafeBuffer c, long token, int index) {
+        Channel(UnsafeBuffer c, ChannelFlyweight control, long token, int index) {
             this.c = c;
+            this.control = control;
             this.token = token;
             this.index = index;
-            resp = req + requestSize;
-            ring = resp + responseSize;
+            request.wrap(c, ChannelFlyweight.AREAS_OFFSET);
+            response.wrap(c, ChannelFlyweight.AREAS_OFFSET + requestSize);
+            ring = response.offset() + responseSize;
             window = ring + ringSize;
         }
 
-        Response call(int opcode, Payload p) {
-            return callRaw(opcode, p.len, p.b, p.len);
+        Response call(Request r) {
+            return callRaw(r.opcode, r.length, r.payload, r.length);
         }
 
-        Response callRaw(int opcode, int declaredLen, ExpandableArrayBuffer data, int dataLen) {
-            long seq = c.getLongVolatile(REQ_SEQ) + 1;
-            c.putInt(req + MSG_OPCODE_OR_RESULT, opcode, LE);
-            c.putInt(req + MSG_PAYLOAD_LEN, declaredLen, LE);
-            c.putLong(req + MSG_SEQ, seq, LE);
-            c.putBytes(req + MESSAGE_HEADER, data, 0, dataLen);
-            c.putLongRelease(REQ_SEQ, seq);
-            ringIfParked();
-            return awaitResponse(seq);
+        /** A request whose payload_len says {@code declaredLen} whatever the data (malformed on purpose). */
+        Response callRaw(int opcode, int declaredLen, DirectBuffer data, int dataLen) {
+            return awaitResponse(publish(opcode, declaredLen, data, dataLen));
         }
 
         Response awaitResponse(long seq) {
             long deadline = System.nanoTime() + 20_000_000_000L;
-            while (c.getLongAcquire(RESP_SEQ) != seq) {
+            while (control.respSeqAcquire() != seq) {
                 if (System.nanoTime() > deadline) {
                     throw new AssertionError("no response to seq " + seq);
                 }
                 Thread.onSpinWait();
             }
-            assertEquals(seq, c.getLong(resp + MSG_SEQ, LE));
-            return new Response(c.getInt(resp, LE), c.getInt(resp + MSG_PAYLOAD_LEN, LE), c, resp + MESSAGE_HEADER);
+            assertEquals(seq, response.seq());
+            return new Response(response.result(), response.payloadLen(), c, response.offset() + ResponseFlyweight.LENGTH);
         }
 
         Response hello(long apiHash) {
-            return call(Opcodes.IVC_HELLO, new Payload().scalar(1).scalar(apiHash).scalar(token >>> 32).scalar(7)
-                    .str("fake-guest 1").scalar(256));
+            return call(Requests.ivc_hello(HeaderFlyweight.PROTOCOL_VERSION, apiHash, token >>> 32, 7, "fake-guest 1", 256));
         }
 
         Response hello() {
@@ -154,62 +131,47 @@ final class FakeGuest implements AutoCloseable {
         }
 
         /** Appends one ring record (PAD first when it would not fit before the end). */
-        void post(int opcode, Payload p) {
-            int total = 16 + p.len;
-            long tail = c.getLong(RING_TAIL, LE);
+        void post(Request r) {
+            int total = RecordFlyweight.LENGTH + r.length;
+            long tail = control.ringTail();
             int pos = (int) (tail & (ringSize - 1));
             if (ringSize - pos < total) {
                 awaitRoom(tail, ringSize - pos);
-                c.putInt(ring + pos, ringSize - pos, LE);
-                c.putInt(ring + pos + 4, Opcodes.PAD, LE);
+                record.wrap(c, ring + pos).totalLen(ringSize - pos).opcode(Opcodes.PAD);
                 tail += ringSize - pos;
-                c.putLongRelease(RING_TAIL, tail);
+                control.ringTailRelease(tail);
                 pos = 0;
             }
             awaitRoom(tail, total);
-            c.putInt(ring + pos, total, LE);
-            c.putInt(ring + pos + 4, opcode, LE);
-            c.putLong(ring + pos + 8, 0, LE);
-            c.putBytes(ring + pos + 16, p.b, 0, p.len);
-            c.putLongRelease(RING_TAIL, tail + total);
+            record.wrap(c, ring + pos).totalLen(total).opcode(r.opcode).reserved(0);
+            c.putBytes(ring + pos + RecordFlyweight.LENGTH, r.payload, 0, r.length);
+            control.ringTailRelease(tail + total);
             ringIfParked();
         }
 
         private void awaitRoom(long tail, int len) {
-            while (tail + len - c.getLongAcquire(RING_HEAD) > ringSize) {
+            while (tail + len - control.ringHeadAcquire() > ringSize) {
                 Thread.onSpinWait();
             }
         }
 
         /** A streamed host→device copy (§6): fill slot c mod 2 while the server drains the other. */
         Response htodStream(long dst, byte[] data) {
-            long seq = publish(Opcodes.IVC_MEMCPY_HTOD_STREAM, new Payload().scalar(dst).scalar(0).scalar(data.length));
-            int half = windowSize / 2;
-            long chunk = c.getLongAcquire(SERVER_CHUNK);
-            for (int done = 0; done < data.length; done += half, chunk++) {
-                while (c.getLongAcquire(SERVER_CHUNK) < chunk - 1) {
-                    Thread.onSpinWait();
-                }
-                int n = Math.min(half, data.length - done);
-                c.putBytes(window + (int) (chunk & 1) * half, data, done, n);
-                c.putLongRelease(GUEST_CHUNK, chunk + 1);
-                ringIfParked();
-            }
-            return awaitResponse(seq);
+            return streamRequest(Requests.ivc_memcpy_htod_stream(dst, 0, data.length), data);
         }
 
         /** Any request whose data follows through the window (e.g. ivc_module_load with sendImage 1). */
-        Response streamRequest(int opcode, Payload p, byte[] data) {
-            long seq = publish(opcode, p);
+        Response streamRequest(Request r, byte[] data) {
+            long seq = publish(r.opcode, r.length, r.payload, r.length);
             int half = windowSize / 2;
-            long chunk = c.getLongAcquire(SERVER_CHUNK);
+            long chunk = control.serverChunkAcquire();
             for (int done = 0; done < data.length; done += half, chunk++) {
-                while (c.getLongAcquire(SERVER_CHUNK) < chunk - 1) {
+                while (control.serverChunkAcquire() < chunk - 1) {
                     Thread.onSpinWait();
                 }
                 int n = Math.min(half, data.length - done);
                 c.putBytes(window + (int) (chunk & 1) * half, data, done, n);
-                c.putLongRelease(GUEST_CHUNK, chunk + 1);
+                control.guestChunkRelease(chunk + 1);
                 ringIfParked();
             }
             return awaitResponse(seq);
@@ -217,28 +179,28 @@ final class FakeGuest implements AutoCloseable {
 
         /** A streamed device→host copy: the server fills, the guest drains. */
         Response dtohStream(long src, byte[] into) {
-            long seq = publish(Opcodes.IVC_MEMCPY_DTOH_STREAM, new Payload().scalar(src).scalar(0).scalar(into.length));
+            Request r = Requests.ivc_memcpy_dtoh_stream(src, 0, into.length);
+            long seq = publish(r.opcode, r.length, r.payload, r.length);
             int half = windowSize / 2;
-            long chunk = c.getLongAcquire(GUEST_CHUNK);
+            long chunk = control.guestChunkAcquire();
             for (int done = 0; done < into.length; done += half, chunk++) {
-                while (c.getLongAcquire(SERVER_CHUNK) < chunk + 1) {
+                while (control.serverChunkAcquire() < chunk + 1) {
                     Thread.onSpinWait();
                 }
                 int n = Math.min(half, into.length - done);
                 c.getBytes(window + (int) (chunk & 1) * half, into, done, n);
-                c.putLongRelease(GUEST_CHUNK, chunk + 1);
+                control.guestChunkRelease(chunk + 1);
                 ringIfParked();
             }
             return awaitResponse(seq);
         }
 
-        private long publish(int opcode, Payload p) {
-            long seq = c.getLongVolatile(REQ_SEQ) + 1;
-            c.putInt(req, opcode, LE);
-            c.putInt(req + MSG_PAYLOAD_LEN, p.len, LE);
-            c.putLong(req + MSG_SEQ, seq, LE);
-            c.putBytes(req + MESSAGE_HEADER, p.b, 0, p.len);
-            c.putLongRelease(REQ_SEQ, seq);
+        /** Writes a request with seq = req_seq + 1 and publishes it (§4); returns the seq. */
+        private long publish(int opcode, int declaredLen, DirectBuffer data, int dataLen) {
+            long seq = control.reqSeqVolatile() + 1;
+            request.opcode(opcode).payloadLen(declaredLen).seq(seq);
+            c.putBytes(request.offset() + RequestFlyweight.LENGTH, data, 0, dataLen);
+            control.reqSeqRelease(seq);
             ringIfParked();
             return seq;
         }
@@ -247,14 +209,14 @@ final class FakeGuest implements AutoCloseable {
         void ringIfParked() {
             if (bell != null) {
                 java.lang.invoke.VarHandle.fullFence();
-                if (c.getIntVolatile(SERVER_PARKED) == 1) {
+                if (control.serverParkedVolatile() == 1) {
                     bell.accept(index % vectors);
                 }
             }
         }
 
         void release() {
-            c.putLongRelease(OWNER, 0);
+            control.ownerRelease(0);
         }
     }
 }

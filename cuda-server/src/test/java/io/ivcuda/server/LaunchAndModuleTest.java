@@ -4,12 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ivcuda.server.FakeGuest.Channel;
-import io.ivcuda.server.FakeGuest.Payload;
 import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.backend.Out;
-import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.gen.Opcodes;
+import io.ivcuda.server.gen.Requests;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
@@ -40,13 +40,13 @@ class LaunchAndModuleTest {
         public int moduleLoadData(Out o, long image) {
             loadedImageFirstLong = UnsafeApi.getLong(image);
             loads++;
-            o.l0 = 0xAA00;
+            o.handle = 0xAA00;
             return CuResult.SUCCESS;
         }
 
         @Override
         public int moduleGetFunction(Out o, long module, String name) {
-            o.l0 = module + 1;
+            o.handle = module + 1;
             return name.equals("kernel") ? CuResult.SUCCESS : CuResult.NOT_FOUND;
         }
 
@@ -55,8 +55,8 @@ class LaunchAndModuleTest {
             if (index >= PARAMS.length) {
                 return CuResult.INVALID_VALUE;
             }
-            o.l0 = PARAMS[(int) index][0];
-            o.l1 = PARAMS[(int) index][1];
+            o.offset = PARAMS[(int) index][0];
+            o.bytes = PARAMS[(int) index][1];
             return CuResult.SUCCESS;
         }
 
@@ -109,11 +109,11 @@ class LaunchAndModuleTest {
 
     /** Sends an image through the window as ivc_module_load with sendImage 1. */
     private Response load(Channel c, byte[] image, long hash, int send) {
-        Payload p = new Payload().scalar(hash).scalar(image.length).scalar(send).buf(new byte[0]).scalar(0);
+        Requests.Request p = Requests.ivc_module_load(hash, image.length, send, new byte[0], 0);
         if (send == 0) {
-            return c.call(Opcodes.IVC_MODULE_LOAD, p);
+            return c.call(p);
         }
-        return c.streamRequest(Opcodes.IVC_MODULE_LOAD, p, image);
+        return c.streamRequest(p, image);
     }
 
     @Test
@@ -142,10 +142,10 @@ class LaunchAndModuleTest {
         assertEquals(CuResult.SUCCESS, c.hello().result());
         byte[] image = new byte[64];
         long module = load(c, image, fnv1a(image), 1).out(0);
-        Response fn = c.call(Opcodes.CU_MODULE_GET_FUNCTION, new Payload().scalar(module).str("kernel"));
+        Response fn = c.call(Requests.cuModuleGetFunction(module, "kernel"));
         assertEquals(CuResult.SUCCESS, fn.result());
         long function = fn.out(0);
-        Response layout = c.call(Opcodes.IVC_PARAM_LAYOUT, new Payload().scalar(16).scalar(function));
+        Response layout = c.call(Requests.ivc_param_layout(16, function));
         assertEquals(CuResult.SUCCESS, layout.result());
         assertEquals(4, layout.out(0));
         assertEquals(32, layout.out(1), "4 entries of 8 bytes");
@@ -154,9 +154,8 @@ class LaunchAndModuleTest {
         for (int i = 0; i < packed.length; i++) {
             packed[i] = (byte) (i + 1);
         }
-        c.post(Opcodes.IVC_LAUNCH, new Payload().scalar(function).scalar(7).scalar(1).scalar(1).scalar(32).scalar(1)
-                .scalar(1).scalar(0).scalar(0).buf(packed).scalar(packed.length));
-        assertEquals(CuResult.SUCCESS, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+        c.post(Requests.ivc_launch(function, 7, 1, 1, 32, 1, 1, 0, 0, packed, packed.length));
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuCtxSynchronize()).result());
         assertEquals(7, backend.launchedGridX);
         byte[] expected = packed.clone();
         for (int i : new int[] {4, 5, 6, 7, 17, 18, 19, 20, 21, 22, 23}) {
@@ -164,12 +163,10 @@ class LaunchAndModuleTest {
         }
         org.junit.jupiter.api.Assertions.assertArrayEquals(expected, backend.launchedParams);
         // a short parameter buffer is refused, and reported by the next sync call
-        c.post(Opcodes.IVC_LAUNCH, new Payload().scalar(function).scalar(1).scalar(1).scalar(1).scalar(1).scalar(1)
-                .scalar(1).scalar(0).scalar(0).buf(new byte[16]).scalar(16));
-        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+        c.post(Requests.ivc_launch(function, 1, 1, 1, 1, 1, 1, 0, 0, new byte[16], 16));
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.cuCtxSynchronize()).result());
         // a module id is not a function
-        c.post(Opcodes.IVC_LAUNCH, new Payload().scalar(module).scalar(1).scalar(1).scalar(1).scalar(1).scalar(1)
-                .scalar(1).scalar(0).scalar(0).buf(packed).scalar(packed.length));
-        assertEquals(CuResult.INVALID_HANDLE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+        c.post(Requests.ivc_launch(module, 1, 1, 1, 1, 1, 1, 0, 0, packed, packed.length));
+        assertEquals(CuResult.INVALID_HANDLE, c.call(Requests.cuCtxSynchronize()).result());
     }
 }

@@ -5,11 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ivcuda.server.FakeGuest.Channel;
-import io.ivcuda.server.FakeGuest.Payload;
 import io.ivcuda.server.FakeGuest.Response;
-import io.ivcuda.server.core.CuResult;
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.gen.Opcodes;
-import io.ivcuda.server.region.ChannelLayout;
+import io.ivcuda.server.gen.Requests;
+import io.ivcuda.wire.ChannelFlyweight;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -67,7 +67,7 @@ class ServerIntegrationTest {
     }
 
     private long alloc(Channel c, long bytes) {
-        Response r = c.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(bytes));
+        Response r = c.call(Requests.ivc_mem_alloc(bytes));
         assertEquals(CuResult.SUCCESS, r.result());
         return r.out(0);
     }
@@ -90,7 +90,7 @@ class ServerIntegrationTest {
     @Test
     void firstRequestMustBeHello() throws Exception {
         Channel c = guest.claim(1, TOKEN);
-        Response r = c.call(Opcodes.CU_INIT, new Payload().scalar(0));
+        Response r = c.call(Requests.cuInit(0));
         assertEquals(CuResult.NOT_INITIALIZED, r.result());
         awaitReleased(c);
     }
@@ -98,27 +98,41 @@ class ServerIntegrationTest {
     /** The server released the channel (owner 0) and its worker left (attached 0). */
     private static void awaitReleased(Channel c) throws InterruptedException {
         long deadline = System.currentTimeMillis() + 5000;
-        while ((c.c.getLongVolatile(ChannelLayout.OWNER) != 0 || c.c.getIntVolatile(ChannelLayout.ATTACHED) != 0)
+        while ((c.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET) != 0 || c.c.getIntVolatile(ChannelFlyweight.ATTACHED_OFFSET) != 0)
                 && System.currentTimeMillis() < deadline) {
             Thread.sleep(1);
         }
-        assertEquals(0, c.c.getLongVolatile(ChannelLayout.OWNER));
-        assertEquals(0, c.c.getIntVolatile(ChannelLayout.ATTACHED));
+        assertEquals(0, c.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET));
+        assertEquals(0, c.c.getIntVolatile(ChannelFlyweight.ATTACHED_OFFSET));
     }
 
     @Test
     void primaryContextIsActiveOnlyWhileThisProcessRetainsIt() {
         Channel a = greeted(0, TOKEN);
         Channel b = greeted(1, TOKEN + 1);
-        assertEquals(CuResult.SUCCESS, a.call(Opcodes.CU_INIT, new Payload().scalar(0)).result());
-        assertEquals(CuResult.SUCCESS, b.call(Opcodes.CU_INIT, new Payload().scalar(0)).result());
-        assertEquals(0, a.call(Opcodes.CU_DEVICE_PRIMARY_CTX_GET_STATE, new Payload().scalar(0)).out(1));
-        assertEquals(CuResult.SUCCESS, a.call(Opcodes.CU_DEVICE_PRIMARY_CTX_RETAIN, new Payload().scalar(0)).result());
-        assertEquals(1, a.call(Opcodes.CU_DEVICE_PRIMARY_CTX_GET_STATE, new Payload().scalar(0)).out(1));
+        assertEquals(CuResult.SUCCESS, a.call(Requests.cuInit(0)).result());
+        assertEquals(CuResult.SUCCESS, b.call(Requests.cuInit(0)).result());
+        assertEquals(0, a.call(Requests.cuDevicePrimaryCtxGetState(0)).out(1));
+        assertEquals(CuResult.SUCCESS, a.call(Requests.cuDevicePrimaryCtxRetain(0)).result());
+        assertEquals(1, a.call(Requests.cuDevicePrimaryCtxGetState(0)).out(1));
         // another guest process does not see the first one's retain, as it would not natively
-        assertEquals(0, b.call(Opcodes.CU_DEVICE_PRIMARY_CTX_GET_STATE, new Payload().scalar(0)).out(1));
-        assertEquals(CuResult.SUCCESS, a.call(Opcodes.CU_DEVICE_PRIMARY_CTX_RELEASE_V2, new Payload().scalar(0)).result());
-        assertEquals(0, a.call(Opcodes.CU_DEVICE_PRIMARY_CTX_GET_STATE, new Payload().scalar(0)).out(1));
+        assertEquals(0, b.call(Requests.cuDevicePrimaryCtxGetState(0)).out(1));
+        assertEquals(CuResult.SUCCESS, a.call(Requests.cuDevicePrimaryCtxRelease_v2(0)).result());
+        assertEquals(0, a.call(Requests.cuDevicePrimaryCtxGetState(0)).out(1));
+    }
+
+    @Test
+    void aPrimaryContextIsReleasedNeverDestroyedAndADeviceOtherThan0IsRefused() {
+        Channel a = greeted(0, TOKEN);
+        long primary = a.call(Requests.cuDevicePrimaryCtxRetain(0)).out(0);
+        assertEquals(CuResult.INVALID_CONTEXT, a.call(Requests.cuCtxDestroy_v2(primary)).result());
+        assertEquals(CuResult.SUCCESS, a.call(Requests.cuCtxSetCurrent(primary)).result(),
+                "still usable after the refused destroy");
+        assertEquals(CuResult.INVALID_DEVICE, a.call(Requests.cuDevicePrimaryCtxRetain(1)).result());
+        long ctx = a.call(Requests.cuCtxCreate_v2(0, 0)).out(0);
+        assertEquals(CuResult.SUCCESS, a.call(Requests.cuCtxDestroy_v2(ctx)).result());
+        assertEquals(CuResult.INVALID_CONTEXT, a.call(Requests.cuCtxDestroy_v2(ctx)).result(),
+                "destroyed once");
     }
 
     @Test
@@ -127,74 +141,69 @@ class ServerIntegrationTest {
         long d = alloc(c, 1000);
         byte[] data = new byte[999];
         new Random(1).nextBytes(data);
-        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_MEMCPY_HTOD_INLINE,
-                new Payload().scalar(d + 1).scalar(0).buf(data).scalar(data.length)).result());
-        Response back = c.call(Opcodes.IVC_MEMCPY_DTOH_INLINE, new Payload().scalar(d + 1).scalar(0).scalar(data.length));
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_memcpy_htod_inline(d + 1, 0, data, data.length)).result());
+        Response back = c.call(Requests.ivc_memcpy_dtoh_inline(d + 1, 0, data.length));
         assertEquals(CuResult.SUCCESS, back.result());
         byte[] got = new byte[data.length];
         back.buffer().getBytes(back.payload() + 8, got);
         assertArrayEquals(data, got);
         // one byte past the allocation
-        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_MEMCPY_HTOD_INLINE,
-                new Payload().scalar(d + 2).scalar(0).buf(data).scalar(data.length)).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_memcpy_htod_inline(d + 2, 0, data, data.length)).result());
         // inbuf length and its length parameter disagree
-        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_MEMCPY_HTOD_INLINE,
-                new Payload().scalar(d).scalar(0).buf(data).scalar(5)).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_memcpy_htod_inline(d, 0, data, 5)).result());
         // another process's allocation
         Channel other = greeted(1, TOKEN + 1);
-        assertEquals(CuResult.INVALID_VALUE, other.call(Opcodes.CU_MEMSET_D8_V2,
-                new Payload().scalar(d).scalar(1).scalar(10)).result());
+        assertEquals(CuResult.INVALID_VALUE, other.call(Requests.cuMemsetD8_v2(d, 1, 10)).result());
     }
 
     @Test
     void framingErrorsGetTheRightResult() {
         Channel c = greeted(0, TOKEN);
         // payload shorter than the params
-        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_MEM_ALLOC, new Payload()).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.raw(Opcodes.IVC_MEM_ALLOC)).result());
         // payload longer than the params
-        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(8).scalar(8)).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.raw(Opcodes.IVC_MEM_ALLOC).scalar(8).scalar(8)).result());
         // unknown opcode
-        assertEquals(CuResult.NOT_SUPPORTED, c.call(9999, new Payload()).result());
+        assertEquals(CuResult.NOT_SUPPORTED, c.call(Requests.raw(9999)).result());
         // async opcode in the request area
-        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_LAUNCH, new Payload()).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.raw(Opcodes.IVC_LAUNCH)).result());
         // payload_len beyond the request area
         assertEquals(CuResult.INVALID_VALUE, c.callRaw(Opcodes.IVC_MEM_ALLOC, 1 << 20, new ExpandableArrayBuffer(8), 8).result());
         // outbuf capacity smaller than what is asked
         long d = alloc(c, 64);
-        Response r = c.call(Opcodes.CU_DEVICE_GET_NAME, new Payload().scalar(4).scalar(0));
+        Response r = c.call(Requests.cuDeviceGetName(4, 0));
         assertEquals(CuResult.SUCCESS, r.result());
         assertEquals(4, r.out(0), "name truncated to the guest's capacity of 4");
-        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_MEMCPY_DTOH_INLINE,
-                new Payload().scalar(d).scalar(0).scalar(1L << 20)).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_memcpy_dtoh_inline(d, 0, 1L << 20)).result());
         // instr without NUL and oversized instr
         byte[] noNul = "abc".getBytes();
-        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.CU_DEVICE_GET_BY_PCIBUS_ID, new Payload().buf(noNul)).result());
-        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.CU_DEVICE_GET_BY_PCIBUS_ID, new Payload().buf(new byte[5000])).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.raw(Opcodes.CU_DEVICE_GET_BY_PCIBUS_ID).buf(noNul)).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.raw(Opcodes.CU_DEVICE_GET_BY_PCIBUS_ID).buf(new byte[5000])).result());
         // buffer length larger than the payload
-        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.CU_DEVICE_GET_BY_PCIBUS_ID, new Payload().rawBuf(64, new byte[8])).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.raw(Opcodes.CU_DEVICE_GET_BY_PCIBUS_ID).rawBuf(64, new byte[8])).result());
         // the channel still works
-        assertEquals(CuResult.SUCCESS, c.call(Opcodes.CU_DEVICE_GET_COUNT, new Payload()).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuDeviceGetCount()).result());
     }
 
     @Test
     void handlesAreCheckedForKindGenerationAndOwner() {
         Channel c = greeted(0, TOKEN);
-        Response s = c.call(Opcodes.CU_STREAM_CREATE, new Payload().scalar(0));
+        Response s = c.call(Requests.cuStreamCreate(0));
         assertEquals(CuResult.SUCCESS, s.result());
         long stream = s.out(0);
-        assertEquals(CuResult.SUCCESS, c.call(Opcodes.CU_STREAM_SYNCHRONIZE, new Payload().scalar(stream)).result());
-        assertEquals(CuResult.SUCCESS, c.call(Opcodes.CU_STREAM_SYNCHRONIZE, new Payload().scalar(1)).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuStreamSynchronize(stream)).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuStreamSynchronize(1)).result());
         // an event id where a stream is expected
-        long event = c.call(Opcodes.CU_EVENT_CREATE, new Payload().scalar(0)).out(0);
-        assertEquals(CuResult.INVALID_HANDLE, c.call(Opcodes.CU_STREAM_SYNCHRONIZE, new Payload().scalar(event)).result());
+        long event = c.call(Requests.cuEventCreate(0)).out(0);
+        assertEquals(CuResult.INVALID_HANDLE, c.call(Requests.cuStreamSynchronize(event)).result());
         // another owner
         Channel other = greeted(1, TOKEN + 1);
-        assertEquals(CuResult.INVALID_HANDLE, other.call(Opcodes.CU_STREAM_SYNCHRONIZE, new Payload().scalar(stream)).result());
+        assertEquals(CuResult.INVALID_HANDLE, other.call(Requests.cuStreamSynchronize(stream)).result());
         // a destroyed stream (stale generation)
-        assertEquals(CuResult.SUCCESS, c.call(Opcodes.CU_STREAM_DESTROY_V2, new Payload().scalar(stream)).result());
-        assertEquals(CuResult.INVALID_HANDLE, c.call(Opcodes.CU_STREAM_SYNCHRONIZE, new Payload().scalar(stream)).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuStreamDestroy_v2(stream)).result());
+        assertEquals(CuResult.INVALID_HANDLE, c.call(Requests.cuStreamSynchronize(stream)).result());
         // contexts answer INVALID_CONTEXT
-        assertEquals(CuResult.INVALID_CONTEXT, c.call(Opcodes.CU_CTX_SET_CURRENT, new Payload().scalar(event)).result());
+        assertEquals(CuResult.INVALID_CONTEXT, c.call(Requests.cuCtxSetCurrent(event)).result());
     }
 
     @Test
@@ -202,33 +211,33 @@ class ServerIntegrationTest {
         Channel c = greeted(0, TOKEN);
         long d = alloc(c, 4096);
         for (int i = 0; i < 3000; i++) { // wraps the 128 KiB ring several times
-            c.post(Opcodes.CU_MEMSET_D8_ASYNC, new Payload().scalar(d + (i % 4096)).scalar(i & 0xff).scalar(1).scalar(0));
+            c.post(Requests.cuMemsetD8Async(d + (i % 4096), i & 0xff, 1, 0));
         }
-        Response r = c.call(Opcodes.IVC_MEMCPY_DTOH_INLINE, new Payload().scalar(d + 2999 % 4096).scalar(0).scalar(1));
+        Response r = c.call(Requests.ivc_memcpy_dtoh_inline(d + 2999 % 4096, 0, 1));
         assertEquals(CuResult.SUCCESS, r.result());
         assertEquals((byte) (2999 & 0xff), r.buffer().getByte(r.payload() + 8));
         // a bad stream handle in the ring: the next sync call reports it, the one after is clean
-        c.post(Opcodes.CU_MEMSET_D8_ASYNC, new Payload().scalar(d).scalar(1).scalar(1).scalar(0x0500000000000099L));
-        assertEquals(CuResult.INVALID_HANDLE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
-        assertEquals(CuResult.SUCCESS, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+        c.post(Requests.cuMemsetD8Async(d, 1, 1, 0x0500000000000099L));
+        assertEquals(CuResult.INVALID_HANDLE, c.call(Requests.cuCtxSynchronize()).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuCtxSynchronize()).result());
     }
 
     @Test
     void badRingTotalLenPoisonsTheChannel() {
         Channel c = greeted(0, TOKEN);
         int ring = c.ring;
-        long tail = c.c.getLong(ChannelLayout.RING_TAIL, FakeGuest.LE);
+        long tail = c.c.getLong(ChannelFlyweight.RING_TAIL_OFFSET, FakeGuest.LE);
         c.c.putInt(ring + (int) (tail & (guest.ringSize - 1)), 12, FakeGuest.LE); // not a multiple of 8
-        c.c.putLongRelease(ChannelLayout.RING_TAIL, tail + 16);
-        assertEquals(CuResult.ILLEGAL_STATE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
-        assertEquals(CuResult.ILLEGAL_STATE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+        c.c.putLongRelease(ChannelFlyweight.RING_TAIL_OFFSET, tail + 16);
+        assertEquals(CuResult.ILLEGAL_STATE, c.call(Requests.cuCtxSynchronize()).result());
+        assertEquals(CuResult.ILLEGAL_STATE, c.call(Requests.cuCtxSynchronize()).result());
     }
 
     @Test
     void tailBeyondHeadPlusRingSizePoisons() {
         Channel c = greeted(0, TOKEN);
-        c.c.putLongRelease(ChannelLayout.RING_TAIL, c.c.getLong(ChannelLayout.RING_HEAD, FakeGuest.LE) + guest.ringSize + 8);
-        assertEquals(CuResult.ILLEGAL_STATE, c.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
+        c.c.putLongRelease(ChannelFlyweight.RING_TAIL_OFFSET, c.c.getLong(ChannelFlyweight.RING_HEAD_OFFSET, FakeGuest.LE) + guest.ringSize + 8);
+        assertEquals(CuResult.ILLEGAL_STATE, c.call(Requests.cuCtxSynchronize()).result());
     }
 
     @Test
@@ -248,27 +257,22 @@ class ServerIntegrationTest {
     @Test
     void poolCopiesAreCheckedAgainstTheOwnersBlocks() {
         Channel c = greeted(0, TOKEN);
-        Response a = c.call(Opcodes.IVC_HOST_ALLOC, new Payload().scalar(10000).scalar(0));
+        Response a = c.call(Requests.ivc_host_alloc(10000, 0));
         assertEquals(CuResult.SUCCESS, a.result());
         long offset = a.out(0);
         long d = alloc(c, 10000);
         guest.pool().putLong((int) offset + 8, 0x1122334455667788L, FakeGuest.LE);
-        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_MEMCPY_HTOD_POOL,
-                new Payload().scalar(d).scalar(0).scalar(offset).scalar(10000)).result());
-        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_MEMCPY_DTOH_POOL,
-                new Payload().scalar(offset + 4096).scalar(d).scalar(0).scalar(16)).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_memcpy_htod_pool(d, 0, offset, 10000)).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_memcpy_dtoh_pool(offset + 4096, d, 0, 16)).result());
         assertEquals(0x1122334455667788L, guest.pool().getLong((int) offset + 4096 + 8, FakeGuest.LE));
         // outside the block, outside the pool, someone else's block
-        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_MEMCPY_HTOD_POOL,
-                new Payload().scalar(d).scalar(0).scalar(offset + 8192).scalar(8192)).result());
-        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_MEMCPY_HTOD_POOL,
-                new Payload().scalar(d).scalar(0).scalar(guest.poolSize).scalar(8)).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_memcpy_htod_pool(d, 0, offset + 8192, 8192)).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_memcpy_htod_pool(d, 0, guest.poolSize, 8)).result());
         Channel other = greeted(1, TOKEN + 1);
         long d2 = alloc(other, 16);
-        assertEquals(CuResult.INVALID_VALUE, other.call(Opcodes.IVC_MEMCPY_HTOD_POOL,
-                new Payload().scalar(d2).scalar(0).scalar(offset).scalar(16)).result());
-        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_HOST_FREE, new Payload().scalar(offset)).result());
-        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_HOST_FREE, new Payload().scalar(offset)).result());
+        assertEquals(CuResult.INVALID_VALUE, other.call(Requests.ivc_memcpy_htod_pool(d2, 0, offset, 16)).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_host_free(offset)).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_host_free(offset)).result());
     }
 
     @Test
@@ -277,14 +281,14 @@ class ServerIntegrationTest {
         Channel sibling = greeted(1, TOKEN);
         alloc(c, 1 << 20);
         alloc(sibling, 1 << 20);
-        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_HOST_ALLOC, new Payload().scalar(4096).scalar(0)).result());
-        c.call(Opcodes.CU_STREAM_CREATE, new Payload().scalar(0));
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_host_alloc(4096, 0)).result());
+        c.call(Requests.cuStreamCreate(0));
         assertEquals(2L << 20, server.vm().allocated());
-        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_PROCESS_EXIT, new Payload()).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_process_exit()).result());
         assertEquals(0, server.vm().allocated());
         assertEquals(0, server.vm().pool().blockCount());
         assertEquals(0, server.vm().handles().size());
-        assertEquals(0, sibling.c.getLongVolatile(ChannelLayout.OWNER), "the sibling channel is released");
+        assertEquals(0, sibling.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET), "the sibling channel is released");
     }
 
     @Test
@@ -292,7 +296,7 @@ class ServerIntegrationTest {
         start(1 << 20);
         Channel c = greeted(0, TOKEN);
         alloc(c, 600_000);
-        assertEquals(CuResult.OUT_OF_MEMORY, c.call(Opcodes.IVC_MEM_ALLOC, new Payload().scalar(600_000)).result());
+        assertEquals(CuResult.OUT_OF_MEMORY, c.call(Requests.ivc_mem_alloc(600_000)).result());
     }
 
     @Test
@@ -314,7 +318,7 @@ class ServerIntegrationTest {
                         byte[] back = new byte[size];
                         assertEquals(CuResult.SUCCESS, c.dtohStream(d, back).result());
                         assertArrayEquals(data, back);
-                        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_MEM_FREE, new Payload().scalar(d)).result());
+                        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_mem_free(d)).result());
                     }
                     return null;
                 }));
@@ -332,12 +336,12 @@ class ServerIntegrationTest {
     void goodbyeThenReleaseLetsAnotherThreadTakeTheChannel() throws Exception {
         Channel c = greeted(2, TOKEN);
         long d = alloc(c, 64);
-        assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_GOODBYE, new Payload()).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_goodbye()).result());
         c.release();
         awaitReleased(c);
         Channel next = greeted(2, TOKEN);
         // the process's allocations survive a thread's goodbye
-        assertEquals(CuResult.SUCCESS, next.call(Opcodes.CU_MEMSET_D8_V2, new Payload().scalar(d).scalar(1).scalar(64)).result());
+        assertEquals(CuResult.SUCCESS, next.call(Requests.cuMemsetD8_v2(d, 1, 64)).result());
     }
 
     @Test
@@ -347,16 +351,16 @@ class ServerIntegrationTest {
         alloc(c, 4096);
         // nothing moves (a paused VM): the owner keeps its state
         Thread.sleep(500);
-        assertEquals(TOKEN, c.c.getLongVolatile(ChannelLayout.OWNER));
+        assertEquals(TOKEN, c.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET));
         assertEquals(4096, server.vm().allocated());
         // the VM's heartbeat goes on, the owner's does not: reclaimed
         long deadline = System.currentTimeMillis() + 10_000;
-        while ((c.c.getLongVolatile(ChannelLayout.OWNER) != 0 || server.vm().allocated() != 0)
+        while ((c.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET) != 0 || server.vm().allocated() != 0)
                 && System.currentTimeMillis() < deadline) {
-            guest.header.addLongRelease(io.ivcuda.server.region.HeaderLayout.GUEST_HEARTBEAT, 1);
+            guest.header.addLongRelease(io.ivcuda.wire.HeaderFlyweight.GUEST_HEARTBEAT_OFFSET, 1);
             Thread.sleep(20);
         }
-        assertEquals(0, c.c.getLongVolatile(ChannelLayout.OWNER));
+        assertEquals(0, c.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET));
         assertEquals(0, server.vm().allocated());
     }
 
@@ -364,14 +368,13 @@ class ServerIntegrationTest {
     void pointerAttributesComeFromTheOwnersRanges() {
         Channel c = greeted(0, TOKEN);
         long d = alloc(c, 5000);
-        Response type = c.call(Opcodes.IVC_POINTER_ATTRIBUTE, new Payload().scalar(4).scalar(2).scalar(d + 10));
+        Response type = c.call(Requests.ivc_pointer_attribute(4, 2, d + 10));
         assertEquals(CuResult.SUCCESS, type.result());
         assertEquals(4, type.out(0));
         assertEquals(2, type.buffer().getInt(type.payload() + 8, FakeGuest.LE), "CU_MEMORYTYPE_DEVICE");
-        Response start = c.call(Opcodes.IVC_POINTER_ATTRIBUTE, new Payload().scalar(8).scalar(11).scalar(d + 10));
+        Response start = c.call(Requests.ivc_pointer_attribute(8, 11, d + 10));
         assertEquals(d, start.buffer().getLong(start.payload() + 8, FakeGuest.LE));
-        assertEquals(CuResult.INVALID_VALUE, c.call(Opcodes.IVC_POINTER_ATTRIBUTE,
-                new Payload().scalar(8).scalar(11).scalar(d + 5000)).result(), "one past the end");
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_pointer_attribute(8, 11, d + 5000)).result(), "one past the end");
     }
 
     @Test
@@ -387,7 +390,7 @@ class ServerIntegrationTest {
         back[0] = 1;
         assertEquals(CuResult.INVALID_VALUE, c.dtohStream(d, back).result());
         assertEquals(0, back[0], "refused chunks arrive zero-filled");
-        assertEquals(c.c.getLongVolatile(ChannelLayout.GUEST_CHUNK), c.c.getLongVolatile(ChannelLayout.SERVER_CHUNK));
+        assertEquals(c.c.getLongVolatile(ChannelFlyweight.GUEST_CHUNK_OFFSET), c.c.getLongVolatile(ChannelFlyweight.SERVER_CHUNK_OFFSET));
         // the channel goes on
         long e = alloc(c, big.length);
         assertEquals(CuResult.SUCCESS, c.htodStream(e, big).result());
@@ -398,22 +401,22 @@ class ServerIntegrationTest {
     @Test
     void gpuMayBeNamedByUuid() throws Exception {
         start(0, "gpu=GPU-11111111-1111-1111-1111-111111111111"); // the host-memory device's UUID
-        assertEquals(CuResult.SUCCESS, greeted(0, TOKEN).call(Opcodes.CU_INIT, new Payload().scalar(0)).result());
+        assertEquals(CuResult.SUCCESS, greeted(0, TOKEN).call(Requests.cuInit(0)).result());
         start(0, "gpu=GPU-22222222-1111-1111-1111-111111111111");
-        assertEquals(CuResult.NO_DEVICE, greeted(0, TOKEN).call(Opcodes.CU_INIT, new Payload().scalar(0)).result());
+        assertEquals(CuResult.NO_DEVICE, greeted(0, TOKEN).call(Requests.cuInit(0)).result());
     }
 
     @Test
     void anotherProcessMayClaimAReleasedChannelAtOnce() {
         for (int i = 0; i < 30; i++) {
             Channel c = greeted(4, TOKEN + 2 * i);
-            assertEquals(CuResult.SUCCESS, c.call(Opcodes.IVC_GOODBYE, new Payload()).result());
+            assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_goodbye()).result());
             c.release();
             // no waiting for the old worker to leave: the new hello must be answered by the right worker
             Channel next = guest.claim(4, TOKEN + 2 * i + 1);
             assertEquals(CuResult.SUCCESS, next.hello().result(), "round " + i);
-            assertEquals(CuResult.SUCCESS, next.call(Opcodes.CU_CTX_SYNCHRONIZE, new Payload()).result());
-            assertEquals(CuResult.SUCCESS, next.call(Opcodes.IVC_GOODBYE, new Payload()).result());
+            assertEquals(CuResult.SUCCESS, next.call(Requests.cuCtxSynchronize()).result());
+            assertEquals(CuResult.SUCCESS, next.call(Requests.ivc_goodbye()).result());
             next.release();
         }
     }

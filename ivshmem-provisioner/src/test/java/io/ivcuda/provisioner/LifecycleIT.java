@@ -16,6 +16,7 @@ import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.InstancePaths;
 import io.ivcuda.common.Mode;
 import io.ivcuda.common.ShmemDevice;
+import io.ivcuda.wire.HeaderFlyweight;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
@@ -281,7 +282,7 @@ class LifecycleIT {
         virsh("start", name);
         assertServerRunning(paths);
         ByteBuffer header = readHeader(paths.regionFile());
-        assertEquals(1L, header.getLong(0x30) & 1L, "feature bit 0 DOORBELL in the header");
+        assertEquals(HeaderFlyweight.FEATURE_DOORBELL, header.getLong(HeaderFlyweight.FEATURE_BITS_OFFSET) & HeaderFlyweight.FEATURE_DOORBELL, "feature bit 0 DOORBELL in the header");
         long qemu = Long.parseLong(Files.readString(Path.of("/run/libvirt/qemu/" + name + ".pid")).trim());
         Path log = paths.serverLog();
         waitFor(() -> logContains(log, "doorbell: QEMU pid " + qemu + " connected"),
@@ -406,9 +407,9 @@ class LifecycleIT {
             }
         }
         ByteBuffer header = readHeader(paths.regionFile());
-        assertEquals(0x3130414455435649L, header.getLong(0x00), "region magic");
-        assertEquals(1, header.getInt(0x18), "server_state READY (the hook returned only once it was)");
-        assertEquals(Files.size(paths.regionFile()), header.getLong(0x10), "region_size in the header");
+        assertEquals(HeaderFlyweight.MAGIC, header.getLong(HeaderFlyweight.MAGIC_OFFSET), "region magic");
+        assertEquals(HeaderFlyweight.STATE_READY, header.getInt(HeaderFlyweight.SERVER_STATE_OFFSET), "server_state READY (the hook returned only once it was)");
+        assertEquals(Files.size(paths.regionFile()), header.getLong(HeaderFlyweight.REGION_SIZE_OFFSET), "region_size in the header");
         waitFor(() -> Files.exists(paths.pidfile()), "the server writes its pidfile");
     }
 
@@ -416,8 +417,8 @@ class LifecycleIT {
     private static void assertRegionSharedWithQemu(String name, InstancePaths paths) throws Exception {
         ByteBuffer header = readHeader(paths.regionFile());
         long regionSize = Files.size(paths.regionFile());
-        long poolOffset = header.getLong(0x60);
-        long poolSize = header.getLong(0x68);
+        long poolOffset = header.getLong(HeaderFlyweight.POOL_OFFSET_OFFSET);
+        long poolSize = header.getLong(HeaderFlyweight.POOL_SIZE_OFFSET);
         // The pool is where guest-visible data lives; a layout without a pool: the region's last bytes.
         long offset = poolSize >= 16 && poolOffset + 16 <= regionSize ? poolOffset : regionSize - 16;
         byte[] pattern = new byte[16];

@@ -371,6 +371,8 @@ final class Hook {
     private String restartPlainServer(DomainXml domain, InstancePaths paths) {
         LOG.warn("{}: libvirt reconnected and its cuda-server is not running: starting it again on {} "
                 + "(guest processes of the old server lose their CUDA state)", domain.name(), paths.regionFile());
+        // the dead server's header still says READY: ready is READY written by the new one (a new epoch)
+        int deadEpoch = RegionHeader.read(paths.regionFile()).epoch();
         ServerLauncher.Started started;
         try {
             started = launcher.start(paths);
@@ -379,9 +381,8 @@ final class Hook {
         }
         long deadline = System.nanoTime() + host.serverReadyTimeoutMs() * 1_000_000;
         while (System.nanoTime() < deadline) {
-            // the old server's header still says READY: the new process must be there too
             RegionHeader header = RegionHeader.read(paths.regionFile());
-            if (header.isReady() && launcher.isRunning(paths)) {
+            if (header.isReady() && header.epoch() != deadEpoch && launcher.isRunning(paths)) {
                 LOG.info("{}: cuda-server restarted and ready", domain.name());
                 return null;
             }

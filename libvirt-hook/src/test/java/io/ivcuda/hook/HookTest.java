@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.InstancePaths;
+import io.ivcuda.common.RegionHeader;
 import io.ivcuda.common.ServerProcesses;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -291,6 +292,7 @@ class HookTest {
         assertFalse(serverRunning(), "the server died under a running VM");
         assertEquals(0, hookCaptured("reconnect begin"), told());
         assertTrue(serverRunning(), "reconnect started it again: " + told());
+        assertEquals(2, RegionHeader.read(region).epoch(), "reconnect returned once the new server was READY, not on the dead one's header");
         assertTrue(Files.exists(region), "on the region QEMU still maps");
         assertFalse(told().contains("not running"), told());
         assertEquals(0, hookCaptured("release end"), told());

@@ -1,5 +1,6 @@
 package io.ivcuda.hook;
 
+import io.ivcuda.wire.HeaderFlyweight;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.io.Reader;
@@ -14,7 +15,7 @@ import java.util.Properties;
  * TEST STAND-IN for cuda-server, never part of the product: it honours only the parts of the
  * command-line contract (docs/architecture.md) that the hook relies on — {@code --config} files in
  * order, {@code --set}, exit 2 on a configuration error, a READY header in {@code region.path}, the
- * pidfile, and exit 0 on SIGTERM. Used by the hook's unit tests and, only when explicitly selected
+ * pidfile, a new epoch in the header each start, and exit 0 on SIGTERM. Used by the hook's unit tests and, only when explicitly selected
  * ({@code IVCUDA_IT_SERVER=standin}), by the lifecycle integration test.
  * The test-only key {@code standin.behaviour} = {@code ready} (default), {@code exit} (dies before
  * ready) or {@code hang} (never ready) lets tests provoke the hook's failure paths.
@@ -68,19 +69,27 @@ public final class StandInCudaServer {
                 System.exit(2);
             }
             region.setLength(size);
-            ByteBuffer header = ByteBuffer.allocate(0x80).order(ByteOrder.LITTLE_ENDIAN);
-            header.putLong(0x00, io.ivcuda.common.RegionHeader.MAGIC);
-            header.putInt(0x08, 1);
-            header.putInt(0x0C, 4096);
-            header.putLong(0x10, size);
-            header.putLong(0x48, 4096);
-            header.putLong(0x60, size / 2); // pool_offset: the second half of the region
-            header.putLong(0x68, size / 2);
+            // a new epoch, as the real server writes one (the hook tells a restarted server's READY by it)
+            ByteBuffer previous = ByteBuffer.allocate(HeaderFlyweight.LENGTH).order(ByteOrder.LITTLE_ENDIAN);
+            region.seek(0);
+            region.readFully(previous.array());
+            int epoch = previous.getLong(HeaderFlyweight.MAGIC_OFFSET) == HeaderFlyweight.MAGIC
+                    ? previous.getInt(HeaderFlyweight.EPOCH_OFFSET) + 1 : 1;
+            // Agrona's buffers need --add-exports on the command line: a plain ByteBuffer at the generated offsets
+            ByteBuffer header = ByteBuffer.allocate(HeaderFlyweight.LENGTH).order(ByteOrder.LITTLE_ENDIAN);
+            header.putLong(HeaderFlyweight.MAGIC_OFFSET, HeaderFlyweight.MAGIC);
+            header.putInt(HeaderFlyweight.PROTOCOL_VERSION_OFFSET, HeaderFlyweight.PROTOCOL_VERSION);
+            header.putInt(HeaderFlyweight.HEADER_SIZE_OFFSET, HeaderFlyweight.LENGTH);
+            header.putLong(HeaderFlyweight.REGION_SIZE_OFFSET, size);
+            header.putInt(HeaderFlyweight.EPOCH_OFFSET, epoch);
+            header.putLong(HeaderFlyweight.CHANNEL_TABLE_OFFSET_OFFSET, HeaderFlyweight.LENGTH);
+            header.putLong(HeaderFlyweight.POOL_OFFSET_OFFSET, size / 2); // the pool: the second half of the region
+            header.putLong(HeaderFlyweight.POOL_SIZE_OFFSET, size / 2);
             region.seek(0);
             region.write(header.array());
             // server_state last, as the protocol demands.
-            region.seek(io.ivcuda.common.RegionHeader.OFFSET_SERVER_STATE);
-            region.write(new byte[] {io.ivcuda.common.RegionHeader.STATE_READY, 0, 0, 0});
+            region.seek(HeaderFlyweight.SERVER_STATE_OFFSET);
+            region.write(new byte[] {HeaderFlyweight.STATE_READY, 0, 0, 0});
         }
         if (pidfile != null) {
             Files.writeString(pidfile, ProcessHandle.current().pid() + "\n");

@@ -2,7 +2,7 @@ package io.ivcuda.server.backend;
 
 /**
  * The driver operations the request handlers need. Every method returns a CUresult; out-values go
- * to the caller's {@link Out}. Pointers and handles are native values as {@code long}; ids the
+ * to the caller's {@link Out}, in the fields its javadoc names. Pointers and handles are native values as {@code long}; ids the
  * guest sees are minted above this seam. Implementations: {@link JnaCudaBackend} (the real driver)
  * and {@link HostMemoryBackend} (transport tests without a GPU).
  */
@@ -15,13 +15,13 @@ public interface CudaBackend {
 
     int init(int flags);
 
-    /** → i0 */
+    /** → value */
     int driverGetVersion(Out out);
 
-    /** → i0 (the native CUdevice) */
+    /** → value (the native CUdevice) */
     int deviceGet(Out out, int ordinal);
 
-    /** → i0 */
+    /** → value */
     int deviceGetCount(Out out);
 
     int deviceGetName(long dst, int capacity, int device);
@@ -30,81 +30,81 @@ public interface CudaBackend {
 
     int deviceGetPciBusId(long dst, int capacity, int device);
 
-    /** → l0 */
+    /** → bytes */
     int deviceTotalMem(Out out, int device);
 
-    /** → i0 */
+    /** → value */
     int deviceGetAttribute(Out out, int attribute, int device);
 
-    /** → l0 */
+    /** → handle */
     int ctxCreate(Out out, int flags, int device);
 
     int ctxDestroy(long ctx);
 
-    /** → l0 */
+    /** → handle */
     int ctxGetCurrent(Out out);
 
     int ctxSetCurrent(long ctx);
 
     int ctxPushCurrent(long ctx);
 
-    /** → l0 */
+    /** → handle */
     int ctxPopCurrent(Out out);
 
-    /** → i0 */
+    /** → value */
     int ctxGetDevice(Out out);
 
     int ctxSynchronize();
 
-    /** → i0 */
+    /** → value */
     int ctxGetFlags(Out out);
 
-    /** → i0 */
+    /** → value */
     int ctxGetApiVersion(Out out, long ctx);
 
-    /** → l0 */
+    /** → bytes */
     int ctxGetLimit(Out out, int limit);
 
     int ctxSetLimit(int limit, long value);
 
-    /** → i0 least, i1 greatest */
+    /** → value (least), greatestPriority */
     int ctxGetStreamPriorityRange(Out out);
 
-    /** → l0 */
+    /** → handle */
     int primaryCtxRetain(Out out, int device);
 
     int primaryCtxRelease(int device);
 
     int primaryCtxReset(int device);
 
-    /** → i0 flags, i1 active */
+    /** → value (flags), active */
     int primaryCtxGetState(Out out, int device);
 
     int primaryCtxSetFlags(int device, int flags);
 
-    /** → l0 */
+    /** → handle */
     int moduleLoadData(Out out, long image);
 
     int moduleUnload(long module);
 
-    /** → l0 */
+    /** → handle */
     int moduleGetFunction(Out out, long module, String name);
 
-    /** → l0 address, l1 bytes */
+    /** → address, bytes */
     int moduleGetGlobal(Out out, long module, String name);
 
-    /** → l0 */
+    /** → address */
     int memAlloc(Out out, long bytes);
 
-    /** → l0 address, l1 pitch */
+    /** → address, bytes (the pitch) */
     int memAllocPitch(Out out, long widthBytes, long height, int elementSize);
 
     int memFree(long dptr);
 
-    /** → l0 free, l1 total */
+    /** → bytes (free), totalBytes */
     int memGetInfo(Out out);
 
-    /** → l0 base, l1 size */
+    /** → address (base), bytes (size) */
     int memGetAddressRange(Out out, long dptr);
 
     /** stream 0 with async false: the synchronous copy. */
@@ -121,10 +121,10 @@ public interface CudaBackend {
 
     int memHostUnregister(long address);
 
-    /** → l0 */
+    /** → address */
     int memHostGetDevicePointer(Out out, long address);
 
-    /** → l0 */
+    /** → handle */
     int streamCreate(Out out, int flags, int priority);
 
     int streamDestroy(long stream);
@@ -135,7 +135,7 @@ public interface CudaBackend {
 
     int streamWaitEvent(long stream, long event, int flags);
 
-    /** → l0 */
+    /** → handle */
     int eventCreate(Out out, int flags);
 
     int eventDestroy(long event);
@@ -146,20 +146,20 @@ public interface CudaBackend {
 
     int eventQuery(long event);
 
-    /** → f0 */
+    /** → milliseconds */
     int eventElapsedTime(Out out, long start, long end);
 
-    /** → i0 */
+    /** → value */
     int funcGetAttribute(Out out, int attribute, long function);
 
     int funcSetAttribute(long function, int attribute, int value);
 
     int funcSetCacheConfig(long function, int config);
 
-    /** → l0 offset, l1 size */
+    /** → offset, bytes (size) */
     int funcGetParamInfo(Out out, long function, long index);
 
-    /** → i0 */
+    /** → value */
     int occupancyMaxActiveBlocksPerMultiprocessor(Out out, long function, int blockSize, long dynamicSmem, int flags);
 
     /** {@code kernelParams}: a native {@code void**}. */
@@ -168,10 +168,10 @@ public interface CudaBackend {
 
     /**
      * Slot 1 of the driver's private export table d4082055, cudart's integrity check
-     * (docs/export-tables.md): the 16-byte answer for (cudart's version, the time) → l0, l1.
+     * (docs/export-tables.md): the 16-byte answer for (cudart's version, the time) → integrityLow, integrityHigh.
      * Only a real driver can answer it.
      */
     default int exportIntegrityCheck(Out out, int version, long unixSeconds) {
-        return io.ivcuda.server.core.CuResult.NOT_SUPPORTED;
+        return CuResult.NOT_SUPPORTED;
     }
 }

@@ -3,7 +3,6 @@ package io.ivcuda.server.backend;
 import com.sun.jna.Function;
 import com.sun.jna.NativeLibrary;
 import com.sun.jna.Pointer;
-import io.ivcuda.server.core.CuResult;
 import org.agrona.UnsafeApi;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
@@ -62,7 +61,7 @@ final class DriverExportTables {
         }
     }
 
-    /** → l0, l1: the 16 bytes the real slot wrote, as two little-endian words. */
+    /** → integrityLow, integrityHigh: the 16 bytes the real slot wrote, as two little-endian words. */
     int integrityCheck(Out o, int version, long unixSeconds) {
         if (integrityCheck == null) {
             return CuResult.NOT_SUPPORTED;
@@ -77,8 +76,8 @@ final class DriverExportTables {
                 return CuResult.NOT_SUPPORTED;
             }
         }
-        o.l0 = UnsafeApi.getLong(answer);
-        o.l1 = UnsafeApi.getLong(answer + 8);
+        o.integrityLow = UnsafeApi.getLong(answer);
+        o.integrityHigh = UnsafeApi.getLong(answer + 8);
         return r;
     }
 }

@@ -1,6 +1,5 @@
 package io.ivcuda.server.backend;
 
-import io.ivcuda.server.core.CuResult;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Map;
@@ -60,7 +59,7 @@ public class HostMemoryBackend implements CudaBackend {
 
     @Override
     public int driverGetVersion(Out o) {
-        o.i0 = 13000;
+        o.value = 13000;
         return CuResult.SUCCESS;
     }
 
@@ -69,13 +68,13 @@ public class HostMemoryBackend implements CudaBackend {
         if (ordinal != 0) {
             return CuResult.INVALID_DEVICE;
         }
-        o.i0 = 0;
+        o.value = 0;
         return CuResult.SUCCESS;
     }
 
     @Override
     public int deviceGetCount(Out o) {
-        o.i0 = 1;
+        o.value = 1;
         return CuResult.SUCCESS;
     }
 
@@ -113,20 +112,20 @@ public class HostMemoryBackend implements CudaBackend {
 
     @Override
     public int deviceTotalMem(Out o, int device) {
-        o.l0 = TOTAL;
+        o.bytes = TOTAL;
         return CuResult.SUCCESS;
     }
 
     @Override
     public int deviceGetAttribute(Out o, int attribute, int device) {
-        o.i0 = 0;
+        o.value = 0;
         return CuResult.SUCCESS;
     }
 
     @Override
     public int ctxCreate(Out o, int flags, int device) {
-        o.l0 = nextObject.incrementAndGet();
-        contextStack.get().push(o.l0);
+        o.handle = nextObject.incrementAndGet();
+        contextStack.get().push(o.handle);
         return CuResult.SUCCESS;
     }
 
@@ -139,7 +138,7 @@ public class HostMemoryBackend implements CudaBackend {
     @Override
     public int ctxGetCurrent(Out o) {
         Long c = contextStack.get().peek();
-        o.l0 = c == null ? 0 : c;
+        o.handle = c == null ? 0 : c;
         return CuResult.SUCCESS;
     }
 
@@ -164,13 +163,13 @@ public class HostMemoryBackend implements CudaBackend {
     @Override
     public int ctxPopCurrent(Out o) {
         Long c = contextStack.get().poll();
-        o.l0 = c == null ? 0 : c;
+        o.handle = c == null ? 0 : c;
         return c == null ? CuResult.INVALID_CONTEXT : CuResult.SUCCESS;
     }
 
     @Override
     public int ctxGetDevice(Out o) {
-        o.i0 = 0;
+        o.value = 0;
         return contextStack.get().isEmpty() ? CuResult.INVALID_CONTEXT : CuResult.SUCCESS;
     }
 
@@ -181,19 +180,19 @@ public class HostMemoryBackend implements CudaBackend {
 
     @Override
     public int ctxGetFlags(Out o) {
-        o.i0 = 0;
+        o.value = 0;
         return CuResult.SUCCESS;
     }
 
     @Override
     public int ctxGetApiVersion(Out o, long ctx) {
-        o.i0 = 13000;
+        o.value = 13000;
         return CuResult.SUCCESS;
     }
 
     @Override
     public int ctxGetLimit(Out o, int limit) {
-        o.l0 = 0;
+        o.bytes = 0;
         return CuResult.SUCCESS;
     }
 
@@ -204,8 +203,8 @@ public class HostMemoryBackend implements CudaBackend {
 
     @Override
     public int ctxGetStreamPriorityRange(Out o) {
-        o.i0 = 0;
-        o.i1 = 0;
+        o.value = 0;
+        o.greatestPriority = 0;
         return CuResult.SUCCESS;
     }
 
@@ -213,7 +212,7 @@ public class HostMemoryBackend implements CudaBackend {
 
     @Override
     public int primaryCtxRetain(Out o, int device) {
-        o.l0 = primary;
+        o.handle = primary;
         return device == 0 ? CuResult.SUCCESS : CuResult.INVALID_DEVICE;
     }
 
@@ -229,8 +228,8 @@ public class HostMemoryBackend implements CudaBackend {
 
     @Override
     public int primaryCtxGetState(Out o, int device) {
-        o.i0 = 0;
-        o.i1 = 1;
+        o.value = 0;
+        o.active = 1;
         return CuResult.SUCCESS;
     }
 
@@ -272,7 +271,7 @@ public class HostMemoryBackend implements CudaBackend {
         nextDevice += (bytes + 0xffff) & ~0xffffL;
         blocks.put(device, new Block(host, bytes));
         used += bytes;
-        o.l0 = device;
+        o.address = device;
         return CuResult.SUCCESS;
     }
 
@@ -280,7 +279,7 @@ public class HostMemoryBackend implements CudaBackend {
     public int memAllocPitch(Out o, long widthBytes, long height, int elementSize) {
         long pitch = (widthBytes + 255) & ~255L;
         int r = memAlloc(o, pitch * height);
-        o.l1 = pitch;
+        o.bytes = pitch;
         return r;
     }
 
@@ -297,8 +296,8 @@ public class HostMemoryBackend implements CudaBackend {
 
     @Override
     public synchronized int memGetInfo(Out o) {
-        o.l0 = TOTAL - used;
-        o.l1 = TOTAL;
+        o.bytes = TOTAL - used;
+        o.totalBytes = TOTAL;
         return CuResult.SUCCESS;
     }
 
@@ -308,8 +307,8 @@ public class HostMemoryBackend implements CudaBackend {
         if (e == null || dptr - e.getKey() >= e.getValue().size()) {
             return CuResult.NOT_FOUND;
         }
-        o.l0 = e.getKey();
-        o.l1 = e.getValue().size();
+        o.address = e.getKey();
+        o.bytes = e.getValue().size();
         return CuResult.SUCCESS;
     }
 
@@ -377,7 +376,7 @@ public class HostMemoryBackend implements CudaBackend {
 
     @Override
     public int streamCreate(Out o, int flags, int priority) {
-        o.l0 = nextObject.incrementAndGet();
+        o.handle = nextObject.incrementAndGet();
         return CuResult.SUCCESS;
     }
 
@@ -403,7 +402,7 @@ public class HostMemoryBackend implements CudaBackend {
 
     @Override
     public int eventCreate(Out o, int flags) {
-        o.l0 = nextObject.incrementAndGet();
+        o.handle = nextObject.incrementAndGet();
         return CuResult.SUCCESS;
     }
 
@@ -429,7 +428,7 @@ public class HostMemoryBackend implements CudaBackend {
 
     @Override
     public int eventElapsedTime(Out o, long start, long end) {
-        o.f0 = 0.5f;
+        o.milliseconds = 0.5f;
         return CuResult.SUCCESS;
     }
 

@@ -2,51 +2,45 @@ package io.ivcuda.server.backend;
 
 import static io.ivcuda.server.backend.CudaDriver.*;
 
-import io.ivcuda.server.core.CuResult;
 import org.agrona.UnsafeApi;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
 /**
- * The real driver. When libcuda.so.1 cannot be loaded the server still runs: every call answers
- * CUDA_ERROR_NO_DEVICE (and cuInit says why in the log), so a guest sees a clean error.
+ * The real driver, through JNA. Chosen at start by {@link #load()}: when libcuda.so.1 cannot be
+ * loaded the server runs on {@link NoDriver} instead, so every method here may call the driver.
  */
 public final class JnaCudaBackend implements CudaBackend {
     private static final Logger LOG = LogManager.getLogger(JnaCudaBackend.class);
 
-    private final boolean loaded;
     private final boolean optional;
 
-    public JnaCudaBackend() {
-        boolean ok;
-        try {
-            Class.forName(CudaDriver.class.getName(), true, CudaDriver.class.getClassLoader());
-            ok = true;
-        } catch (Throwable e) {
-            LOG.error("libcuda.so.1 cannot be loaded ({}): guests get CUDA_ERROR_NO_DEVICE", e.toString());
-            ok = false;
-        }
-        loaded = ok;
-        boolean more = false;
-        if (ok) {
-            try {
-                Class.forName(CudaDriverOptional.class.getName(), true, CudaDriverOptional.class.getClassLoader());
-                more = true;
-            } catch (Throwable e) {
-                LOG.error("libcuda.so.1 lacks cuCtxCreate_v2 or cuFuncGetParamInfo ({}): cuCtxCreate and kernel "
-                        + "launches answer CUDA_ERROR_NOT_SUPPORTED — the host driver is older than CUDA 12.4", e.toString());
-            }
-        }
-        optional = more;
+    private JnaCudaBackend(boolean optional) {
+        this.optional = optional;
     }
 
-    public boolean loaded() {
-        return loaded;
+    /** The driver's backend, or {@link NoDriver} (saying why) when libcuda.so.1 cannot be loaded. */
+    public static CudaBackend load() {
+        try {
+            Class.forName(CudaDriver.class.getName(), true, CudaDriver.class.getClassLoader());
+        } catch (Throwable e) {
+            LOG.error("libcuda.so.1 cannot be loaded ({}): guests get CUDA_ERROR_NO_DEVICE", e.toString());
+            return NoDriver.create(e.toString());
+        }
+        boolean more = false;
+        try {
+            Class.forName(CudaDriverOptional.class.getName(), true, CudaDriverOptional.class.getClassLoader());
+            more = true;
+        } catch (Throwable e) {
+            LOG.error("libcuda.so.1 lacks cuCtxCreate_v2 or cuFuncGetParamInfo ({}): cuCtxCreate and kernel "
+                    + "launches answer CUDA_ERROR_NOT_SUPPORTED — the host driver is older than CUDA 12.4", e.toString());
+        }
+        return new JnaCudaBackend(more);
     }
 
     @Override
     public String describe() {
-        return loaded ? "cuda (libcuda.so.1)" : "cuda (libcuda.so.1 not loadable)";
+        return "cuda (libcuda.so.1)";
     }
 
     @Override
@@ -61,333 +55,254 @@ public final class JnaCudaBackend implements CudaBackend {
 
     @Override
     public int init(int flags) {
-        return loaded ? cuInit(flags) : CuResult.NO_DEVICE;
+        return cuInit(flags);
     }
 
     @Override
     public int driverGetVersion(Out o) {
-        if (!loaded) {
-            o.i0 = 0;
-            return CuResult.NO_DEVICE;
-        }
         int r = cuDriverGetVersion(s(o, 0));
-        o.i0 = UnsafeApi.getInt(s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
         return r;
     }
 
     @Override
     public int deviceGet(Out o, int ordinal) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuDeviceGet(s(o, 0), ordinal);
-        o.i0 = UnsafeApi.getInt(s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
         return r;
     }
 
     @Override
     public int deviceGetCount(Out o) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuDeviceGetCount(s(o, 0));
-        o.i0 = UnsafeApi.getInt(s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
         return r;
     }
 
     @Override
     public int deviceGetName(long dst, int capacity, int device) {
-        return loaded ? cuDeviceGetName(dst, capacity, device) : CuResult.NO_DEVICE;
+        return cuDeviceGetName(dst, capacity, device);
     }
 
     @Override
     public int deviceGetUuid(long dst16, int device) {
-        return loaded ? cuDeviceGetUuid_v2(dst16, device) : CuResult.NO_DEVICE;
+        return cuDeviceGetUuid_v2(dst16, device);
     }
 
     @Override
     public int deviceGetPciBusId(long dst, int capacity, int device) {
-        return loaded ? cuDeviceGetPCIBusId(dst, capacity, device) : CuResult.NO_DEVICE;
+        return cuDeviceGetPCIBusId(dst, capacity, device);
     }
 
     @Override
     public int deviceTotalMem(Out o, int device) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuDeviceTotalMem_v2(s(o, 0), device);
-        o.l0 = UnsafeApi.getLong(s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 0));
         return r;
     }
 
     @Override
     public int deviceGetAttribute(Out o, int attribute, int device) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuDeviceGetAttribute(s(o, 0), attribute, device);
-        o.i0 = UnsafeApi.getInt(s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
         return r;
     }
 
     @Override
     public int ctxCreate(Out o, int flags, int device) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         if (!optional) {
             return CuResult.NOT_SUPPORTED;
         }
         int r = CudaDriverOptional.cuCtxCreate_v2(s(o, 0), flags, device);
-        o.l0 = UnsafeApi.getLong(s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
         return r;
     }
 
     @Override
     public int ctxDestroy(long ctx) {
-        return loaded ? cuCtxDestroy_v2(ctx) : CuResult.NO_DEVICE;
+        return cuCtxDestroy_v2(ctx);
     }
 
     @Override
     public int ctxGetCurrent(Out o) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuCtxGetCurrent(s(o, 0));
-        o.l0 = UnsafeApi.getLong(s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
         return r;
     }
 
     @Override
     public int ctxSetCurrent(long ctx) {
-        return loaded ? cuCtxSetCurrent(ctx) : CuResult.NO_DEVICE;
+        return cuCtxSetCurrent(ctx);
     }
 
     @Override
     public int ctxPushCurrent(long ctx) {
-        return loaded ? cuCtxPushCurrent_v2(ctx) : CuResult.NO_DEVICE;
+        return cuCtxPushCurrent_v2(ctx);
     }
 
     @Override
     public int ctxPopCurrent(Out o) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuCtxPopCurrent_v2(s(o, 0));
-        o.l0 = UnsafeApi.getLong(s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
         return r;
     }
 
     @Override
     public int ctxGetDevice(Out o) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuCtxGetDevice(s(o, 0));
-        o.i0 = UnsafeApi.getInt(s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
         return r;
     }
 
     @Override
     public int ctxSynchronize() {
-        return loaded ? cuCtxSynchronize() : CuResult.NO_DEVICE;
+        return cuCtxSynchronize();
     }
 
     @Override
     public int ctxGetFlags(Out o) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuCtxGetFlags(s(o, 0));
-        o.i0 = UnsafeApi.getInt(s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
         return r;
     }
 
     @Override
     public int ctxGetApiVersion(Out o, long ctx) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuCtxGetApiVersion(ctx, s(o, 0));
-        o.i0 = UnsafeApi.getInt(s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
         return r;
     }
 
     @Override
     public int ctxGetLimit(Out o, int limit) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuCtxGetLimit(s(o, 0), limit);
-        o.l0 = UnsafeApi.getLong(s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 0));
         return r;
     }
 
     @Override
     public int ctxSetLimit(int limit, long value) {
-        return loaded ? cuCtxSetLimit(limit, value) : CuResult.NO_DEVICE;
+        return cuCtxSetLimit(limit, value);
     }
 
     @Override
     public int ctxGetStreamPriorityRange(Out o) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuCtxGetStreamPriorityRange(s(o, 0), s(o, 1));
-        o.i0 = UnsafeApi.getInt(s(o, 0));
-        o.i1 = UnsafeApi.getInt(s(o, 1));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        o.greatestPriority = UnsafeApi.getInt(s(o, 1));
         return r;
     }
 
     @Override
     public int primaryCtxRetain(Out o, int device) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuDevicePrimaryCtxRetain(s(o, 0), device);
-        o.l0 = UnsafeApi.getLong(s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
         return r;
     }
 
     @Override
     public int primaryCtxRelease(int device) {
-        return loaded ? cuDevicePrimaryCtxRelease_v2(device) : CuResult.NO_DEVICE;
+        return cuDevicePrimaryCtxRelease_v2(device);
     }
 
     @Override
     public int primaryCtxReset(int device) {
-        return loaded ? cuDevicePrimaryCtxReset_v2(device) : CuResult.NO_DEVICE;
+        return cuDevicePrimaryCtxReset_v2(device);
     }
 
     @Override
     public int primaryCtxGetState(Out o, int device) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuDevicePrimaryCtxGetState(device, s(o, 0), s(o, 1));
-        o.i0 = UnsafeApi.getInt(s(o, 0));
-        o.i1 = UnsafeApi.getInt(s(o, 1));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        o.active = UnsafeApi.getInt(s(o, 1));
         return r;
     }
 
     @Override
     public int primaryCtxSetFlags(int device, int flags) {
-        return loaded ? cuDevicePrimaryCtxSetFlags_v2(device, flags) : CuResult.NO_DEVICE;
+        return cuDevicePrimaryCtxSetFlags_v2(device, flags);
     }
 
     @Override
     public int moduleLoadData(Out o, long image) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuModuleLoadData(s(o, 0), image);
-        o.l0 = UnsafeApi.getLong(s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
         return r;
     }
 
     @Override
     public int moduleUnload(long module) {
-        return loaded ? cuModuleUnload(module) : CuResult.NO_DEVICE;
+        return cuModuleUnload(module);
     }
 
     @Override
     public int moduleGetFunction(Out o, long module, String name) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuModuleGetFunction(s(o, 0), module, name);
-        o.l0 = UnsafeApi.getLong(s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
         return r;
     }
 
     @Override
     public int moduleGetGlobal(Out o, long module, String name) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuModuleGetGlobal_v2(s(o, 0), s(o, 1), module, name);
-        o.l0 = UnsafeApi.getLong(s(o, 0));
-        o.l1 = UnsafeApi.getLong(s(o, 1));
+        o.address = UnsafeApi.getLong(s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 1));
         return r;
     }
 
     @Override
     public int memAlloc(Out o, long bytes) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuMemAlloc_v2(s(o, 0), bytes);
-        o.l0 = UnsafeApi.getLong(s(o, 0));
+        o.address = UnsafeApi.getLong(s(o, 0));
         return r;
     }
 
     @Override
     public int memAllocPitch(Out o, long widthBytes, long height, int elementSize) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuMemAllocPitch_v2(s(o, 0), s(o, 1), widthBytes, height, elementSize);
-        o.l0 = UnsafeApi.getLong(s(o, 0));
-        o.l1 = UnsafeApi.getLong(s(o, 1));
+        o.address = UnsafeApi.getLong(s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 1));
         return r;
     }
 
     @Override
     public int memFree(long dptr) {
-        return loaded ? cuMemFree_v2(dptr) : CuResult.NO_DEVICE;
+        return cuMemFree_v2(dptr);
     }
 
     @Override
     public int memGetInfo(Out o) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuMemGetInfo_v2(s(o, 0), s(o, 1));
-        o.l0 = UnsafeApi.getLong(s(o, 0));
-        o.l1 = UnsafeApi.getLong(s(o, 1));
+        o.bytes = UnsafeApi.getLong(s(o, 0));
+        o.totalBytes = UnsafeApi.getLong(s(o, 1));
         return r;
     }
 
     @Override
     public int memGetAddressRange(Out o, long dptr) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuMemGetAddressRange_v2(s(o, 0), s(o, 1), dptr);
-        o.l0 = UnsafeApi.getLong(s(o, 0));
-        o.l1 = UnsafeApi.getLong(s(o, 1));
+        o.address = UnsafeApi.getLong(s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 1));
         return r;
     }
 
     @Override
     public int memcpyHtoD(long dst, long srcHost, long bytes, long stream, boolean async) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         return async ? cuMemcpyHtoDAsync_v2(dst, srcHost, bytes, stream) : cuMemcpyHtoD_v2(dst, srcHost, bytes);
     }
 
     @Override
     public int memcpyDtoH(long dstHost, long src, long bytes, long stream, boolean async) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         return async ? cuMemcpyDtoHAsync_v2(dstHost, src, bytes, stream) : cuMemcpyDtoH_v2(dstHost, src, bytes);
     }
 
     @Override
     public int memcpyDtoD(long dst, long src, long bytes, long stream, boolean async) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         return async ? cuMemcpyDtoDAsync_v2(dst, src, bytes, stream) : cuMemcpyDtoD_v2(dst, src, bytes);
     }
 
     @Override
     public int memset(int width, long dst, int value, long count, long stream, boolean async) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         return switch (width) {
             case 1 -> async ? cuMemsetD8Async(dst, (byte) value, count, stream) : cuMemsetD8_v2(dst, (byte) value, count);
             case 2 -> async ? cuMemsetD16Async(dst, (short) value, count, stream) : cuMemsetD16_v2(dst, (short) value, count);
@@ -398,143 +313,121 @@ public final class JnaCudaBackend implements CudaBackend {
 
     @Override
     public int memHostRegister(long address, long bytes, int flags) {
-        return loaded ? cuMemHostRegister_v2(address, bytes, flags) : CuResult.NO_DEVICE;
+        return cuMemHostRegister_v2(address, bytes, flags);
     }
 
     @Override
     public int memHostUnregister(long address) {
-        return loaded ? cuMemHostUnregister(address) : CuResult.NO_DEVICE;
+        return cuMemHostUnregister(address);
     }
 
     @Override
     public int memHostGetDevicePointer(Out o, long address) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuMemHostGetDevicePointer_v2(s(o, 0), address, 0);
-        o.l0 = UnsafeApi.getLong(s(o, 0));
+        o.address = UnsafeApi.getLong(s(o, 0));
         return r;
     }
 
     @Override
     public int streamCreate(Out o, int flags, int priority) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuStreamCreateWithPriority(s(o, 0), flags, priority);
-        o.l0 = UnsafeApi.getLong(s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
         return r;
     }
 
     @Override
     public int streamDestroy(long stream) {
-        return loaded ? cuStreamDestroy_v2(stream) : CuResult.NO_DEVICE;
+        return cuStreamDestroy_v2(stream);
     }
 
     @Override
     public int streamSynchronize(long stream) {
-        return loaded ? cuStreamSynchronize(stream) : CuResult.NO_DEVICE;
+        return cuStreamSynchronize(stream);
     }
 
     @Override
     public int streamQuery(long stream) {
-        return loaded ? cuStreamQuery(stream) : CuResult.NO_DEVICE;
+        return cuStreamQuery(stream);
     }
 
     @Override
     public int streamWaitEvent(long stream, long event, int flags) {
-        return loaded ? cuStreamWaitEvent(stream, event, flags) : CuResult.NO_DEVICE;
+        return cuStreamWaitEvent(stream, event, flags);
     }
 
     @Override
     public int eventCreate(Out o, int flags) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuEventCreate(s(o, 0), flags);
-        o.l0 = UnsafeApi.getLong(s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
         return r;
     }
 
     @Override
     public int eventDestroy(long event) {
-        return loaded ? cuEventDestroy_v2(event) : CuResult.NO_DEVICE;
+        return cuEventDestroy_v2(event);
     }
 
     @Override
     public int eventRecord(long event, long stream, int flags) {
-        return loaded ? cuEventRecordWithFlags(event, stream, flags) : CuResult.NO_DEVICE;
+        return cuEventRecordWithFlags(event, stream, flags);
     }
 
     @Override
     public int eventSynchronize(long event) {
-        return loaded ? cuEventSynchronize(event) : CuResult.NO_DEVICE;
+        return cuEventSynchronize(event);
     }
 
     @Override
     public int eventQuery(long event) {
-        return loaded ? cuEventQuery(event) : CuResult.NO_DEVICE;
+        return cuEventQuery(event);
     }
 
     @Override
     public int eventElapsedTime(Out o, long start, long end) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuEventElapsedTime(s(o, 0), start, end);
-        o.f0 = UnsafeApi.getFloat(s(o, 0));
+        o.milliseconds = UnsafeApi.getFloat(s(o, 0));
         return r;
     }
 
     @Override
     public int funcGetAttribute(Out o, int attribute, long function) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuFuncGetAttribute(s(o, 0), attribute, function);
-        o.i0 = UnsafeApi.getInt(s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
         return r;
     }
 
     @Override
     public int funcSetAttribute(long function, int attribute, int value) {
-        return loaded ? cuFuncSetAttribute(function, attribute, value) : CuResult.NO_DEVICE;
+        return cuFuncSetAttribute(function, attribute, value);
     }
 
     @Override
     public int funcSetCacheConfig(long function, int config) {
-        return loaded ? cuFuncSetCacheConfig(function, config) : CuResult.NO_DEVICE;
+        return cuFuncSetCacheConfig(function, config);
     }
 
     @Override
     public int funcGetParamInfo(Out o, long function, long index) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         if (!optional) {
             return CuResult.NOT_SUPPORTED;
         }
         int r = CudaDriverOptional.cuFuncGetParamInfo(function, index, s(o, 0), s(o, 1));
-        o.l0 = UnsafeApi.getLong(s(o, 0));
-        o.l1 = UnsafeApi.getLong(s(o, 1));
+        o.offset = UnsafeApi.getLong(s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 1));
         return r;
     }
 
     @Override
     public int occupancyMaxActiveBlocksPerMultiprocessor(Out o, long function, int blockSize, long dynamicSmem, int flags) {
-        if (!loaded) {
-            return CuResult.NO_DEVICE;
-        }
         int r = cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(s(o, 0), function, blockSize, dynamicSmem, flags);
-        o.i0 = UnsafeApi.getInt(s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
         return r;
     }
 
     @Override
     public int launchKernel(long function, int gx, int gy, int gz, int bx, int by, int bz, int sharedMem, long stream,
                             long kernelParams) {
-        return loaded ? cuLaunchKernel(function, gx, gy, gz, bx, by, bz, sharedMem, stream, kernelParams, 0)
-                : CuResult.NO_DEVICE;
+        return cuLaunchKernel(function, gx, gy, gz, bx, by, bz, sharedMem, stream, kernelParams, 0);
     }
 
     private DriverExportTables exportTables;
@@ -554,6 +447,6 @@ public final class JnaCudaBackend implements CudaBackend {
 
     @Override
     public int exportIntegrityCheck(Out o, int version, long unixSeconds) {
-        return loaded ? exportTables().integrityCheck(o, version, unixSeconds) : CuResult.NO_DEVICE;
+        return exportTables().integrityCheck(o, version, unixSeconds);
     }
 }

@@ -12,7 +12,11 @@ import org.agrona.UnsafeApi;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
-/** Everything one VM's server shares between its workers: handles, pool, owners, images, quota. */
+/**
+ * Everything one VM's server shares between its workers: handles, pool, owners, images, quota, and
+ * the host GPU as the server's driver session found it. Made once, complete, after that session
+ * opened.
+ */
 public final class Vm {
     private static final Logger LOG = LogManager.getLogger(Vm.class);
 
@@ -29,26 +33,20 @@ public final class Vm {
     private final Map<Long, Owner> owners = new ConcurrentHashMap<>();
     private final Map<String, Image> images = new ConcurrentHashMap<>();
     private final AtomicLong allocated = new AtomicLong();
-    private volatile int nativeDevice;
-    private volatile long poolDevicePointer;
-    private volatile int hostDriverVersion;
-    private volatile int initResult = CuResult.NOT_INITIALIZED;
-    private volatile ServerHooks hooks;
+    private final HostGpu gpu;
+    private final AtomicLong moduleUnloads = new AtomicLong();
 
-    public Vm(Region region, Layout layout, CudaBackend backend, long memoryQuota) {
+    /**
+     * @param memoryQuota bytes of device memory the VM may hold, 0 = no limit
+     * @param gpu         the host GPU, as the driver session found it
+     */
+    public Vm(Region region, Layout layout, CudaBackend backend, long memoryQuota, HostGpu gpu) {
         this.region = region;
         this.layout = layout;
         this.backend = backend;
         this.memoryQuota = memoryQuota;
+        this.gpu = gpu;
         this.pool = new PoolAllocator(layout.poolSize());
-    }
-
-    public ServerHooks hooks() {
-        return hooks;
-    }
-
-    public void hooks(ServerHooks serverHooks) {
-        hooks = serverHooks;
     }
 
     public Region region() {
@@ -76,37 +74,21 @@ public final class Vm {
     }
 
     public int nativeDevice() {
-        return nativeDevice;
-    }
-
-    public void nativeDevice(int device) {
-        nativeDevice = device;
+        return gpu.nativeDevice();
     }
 
     /** Device pointer of the pool's start, 0 when the region is not registered. */
     public long poolDevicePointer() {
-        return poolDevicePointer;
-    }
-
-    public void poolDevicePointer(long p) {
-        poolDevicePointer = p;
+        return gpu.poolDevicePointer();
     }
 
     public int hostDriverVersion() {
-        return hostDriverVersion;
-    }
-
-    public void hostDriverVersion(int v) {
-        hostDriverVersion = v;
+        return gpu.driverVersion();
     }
 
     /** The host's cuInit result, answered to the guest's cuInit. */
     public int initResult() {
-        return initResult;
-    }
-
-    public void initResult(int r) {
-        initResult = r;
+        return gpu.initResult();
     }
 
     public Owner owner(long token) {
@@ -123,6 +105,15 @@ public final class Vm {
 
     public Map<String, Image> images() {
         return images;
+    }
+
+    /** How many modules were unloaded so far: a native function's address may be reused after one. */
+    public long moduleUnloads() {
+        return moduleUnloads.get();
+    }
+
+    public void moduleUnloaded() {
+        moduleUnloads.incrementAndGet();
     }
 
     /** Reserves quota for {@code bytes}; false (and a log line) when the VM's quota would be exceeded. */
@@ -199,7 +190,10 @@ public final class Vm {
                 switch (kind) {
                     case HandleTable.KIND_EVENT -> withContext(e.extra(), out, () -> backend.eventDestroy(e.nativeValue()));
                     case HandleTable.KIND_STREAM -> withContext(e.extra(), out, () -> backend.streamDestroy(e.nativeValue()));
-                    case HandleTable.KIND_MODULE -> withContext(e.extra(), out, () -> backend.moduleUnload(e.nativeValue()));
+                    case HandleTable.KIND_MODULE -> {
+                        withContext(e.extra(), out, () -> backend.moduleUnload(e.nativeValue()));
+                        moduleUnloaded();
+                    }
                     case HandleTable.KIND_CTX -> {
                         if (e.extra() == 0) {
                             backend.ctxDestroy(e.nativeValue());
@@ -212,7 +206,7 @@ public final class Vm {
         }
         int retains = owner.primaryRetains().getAndSet(0);
         for (int i = 0; i < retains; i++) {
-            backend.primaryCtxRelease(nativeDevice);
+            backend.primaryCtxRelease(gpu.nativeDevice());
         }
         LOG.info("reclaimed owner pid {} (token {}): {} allocations, {} pool blocks, {} handles, {} primary retains",
                 owner.pid(), Long.toHexString(token), allocations, blocks, entries.size(), retains);

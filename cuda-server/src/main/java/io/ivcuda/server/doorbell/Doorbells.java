@@ -14,7 +14,7 @@ import org.apache.logging.log4j.Logger;
  * for a vector that rang bumps its ring count and unparks every thread parked on a channel of that
  * vector, plus the channel watcher (a ring on a channel without a worker is a new claim's hello).
  *
- * <p>No lost wake-up: a thread registers ({@link #parking}) and reads {@link #rings} before it
+ * <p>No lost wake-up: a thread reads {@link #rings} and registers ({@link #parking}) before it
  * stores {@code server_parked = 1}; the guest rings only after it read that 1; this thread reads the
  * eventfd after the ring, bumps the count, then unparks whoever is registered. The parked thread
  * either sees the count change or gets the unpark (a permit given before it parks is kept).
@@ -27,6 +27,10 @@ public final class Doorbells implements AutoCloseable {
     private final EventFd[] vectors;
     private final AtomicLongArray rings;
     private final AtomicReferenceArray<Thread> parked;
+    /** Per channel: the ring count its parked thread read before it stored server_parked = 1, or -1. */
+    private final AtomicLongArray parkedAt;
+    /** Per channel: how many times a ring unparked its parked thread (metrics; tests check who wakes whom). */
+    private final AtomicLongArray wakeups;
     private final boolean[] heard;
     private volatile Thread watcher;
     private volatile boolean running = true;
@@ -40,6 +44,11 @@ public final class Doorbells implements AutoCloseable {
         this.vectors = vectors.clone();
         this.rings = new AtomicLongArray(vectors.length);
         this.parked = new AtomicReferenceArray<>(channels);
+        this.parkedAt = new AtomicLongArray(channels);
+        this.wakeups = new AtomicLongArray(channels);
+        for (int c = 0; c < channels; c++) {
+            parkedAt.set(c, -1);
+        }
         this.heard = new boolean[vectors.length];
         this.thread = new Thread(this::dispatch, "doorbells");
         this.thread.setDaemon(true);
@@ -63,9 +72,31 @@ public final class Doorbells implements AutoCloseable {
         return rings.get(vector);
     }
 
-    /** Registers the calling thread as parked on {@code channel} (null: no longer). */
-    public void parking(int channel, Thread who) {
-        parked.set(channel, who);
+    /**
+     * Registers the calling thread as parked on {@code channel}, having read {@code ringsSeen} of its
+     * vector's rings (null, -1: no longer parked).
+     */
+    public void parking(int channel, Thread who, long ringsSeen) {
+        if (who == null) {
+            parked.set(channel, null);
+            parkedAt.set(channel, ringsSeen);
+        } else {
+            parkedAt.set(channel, ringsSeen);
+            parked.set(channel, who);
+        }
+    }
+
+    /**
+     * Whether a thread is parked on {@code channel} and no ring of its vector came since it looked:
+     * it sleeps until the next one (or its timeout).
+     */
+    public boolean asleep(int channel) {
+        return parked.get(channel) != null && parkedAt.get(channel) == rings(vectorOf(channel));
+    }
+
+    /** How many times a ring woke the thread parked on {@code channel}. */
+    public long wakeups(int channel) {
+        return wakeups.get(channel);
     }
 
     /** The thread to unpark on any ring (the channel watcher), or null. */
@@ -115,6 +146,7 @@ public final class Doorbells implements AutoCloseable {
                 for (int c = v; c < parked.length(); c += n) {
                     Thread t = parked.get(c);
                     if (t != null) {
+                        wakeups.incrementAndGet(c);
                         LockSupport.unpark(t);
                     }
                 }

@@ -1,5 +1,7 @@
 package io.ivcuda.server.region;
 
+import io.ivcuda.wire.ChannelFlyweight;
+
 /**
  * The region's layout as the server decided it. The server keeps this copy and never reads a
  * layout value back from the region, which the guest can write (docs/protocol.md intro).
@@ -19,7 +21,7 @@ public record Layout(long regionSize, int channelCount, int channelStride, long 
     public static final int MIN_WINDOW = 8 * 1024;
 
     public int requestAreaOffset() {
-        return ChannelLayout.REQUEST_AREA;
+        return ChannelFlyweight.AREAS_OFFSET;
     }
 
     public int responseAreaOffset() {
@@ -45,7 +47,7 @@ public record Layout(long regionSize, int channelCount, int channelStride, long 
     }
 
     static int strideFor(int window) {
-        long bytes = (long) ChannelLayout.REQUEST_AREA + REQUEST_AREA_SIZE + RESPONSE_AREA_SIZE + RING_SIZE + window;
+        long bytes = (long) ChannelFlyweight.AREAS_OFFSET + REQUEST_AREA_SIZE + RESPONSE_AREA_SIZE + RING_SIZE + window;
         return (int) ((bytes + PAGE - 1) / PAGE * PAGE);
     }
 

@@ -32,6 +32,22 @@ class HandleTableTest {
     }
 
     @Test
+    void aHandleBeingReleasedIsHiddenAndGoneOnlyIfTheReleaseSucceeded() {
+        HandleTable t = new HandleTable();
+        long id = t.mint(HandleTable.KIND_EVENT, 7, 0xe1, 0);
+        assertNotNull(t.beginRelease(id, HandleTable.KIND_EVENT, 7));
+        assertNull(t.lookup(id, HandleTable.KIND_EVENT, 7), "no other call uses it meanwhile");
+        assertNull(t.beginRelease(id, HandleTable.KIND_EVENT, 7), "nor destroys it a second time");
+        assertEquals(1, t.ownedBy(7).size(), "reclaim still sees it");
+        t.endRelease(id, false);
+        assertNotNull(t.lookup(id, HandleTable.KIND_EVENT, 7), "a failed destroy gives it back");
+        assertNotNull(t.beginRelease(id, HandleTable.KIND_EVENT, 7));
+        t.endRelease(id, true);
+        assertNull(t.lookup(id, HandleTable.KIND_EVENT, 7), "a successful one removes it");
+        assertEquals(0, t.size());
+    }
+
+    @Test
     void poolAllocatorIsFirstFitPerOwner() {
         PoolAllocator p = new PoolAllocator(5 * 4096);
         long a = p.allocate(1, 1);

@@ -4,51 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.LinkedHashMap;
-import java.util.Locale;
-import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
-/** The offsets the server uses are the numbers in docs/protocol.md, read from the doc itself. */
+/** How the server lays out a region (the offsets inside it are api/region.layout's: see ProtocolDocTest in api/). */
 class LayoutTest {
-    private static final Pattern ROW = Pattern.compile("^\\| (0x[0-9A-Fa-f]{3}) \\| [^|]+ \\| (\\w+) \\|");
-
-    private static Map<String, Integer> table(String section) throws Exception {
-        String doc = Files.readString(Path.of(System.getProperty("protocol.doc", "../docs/protocol.md")));
-        int start = doc.indexOf(section);
-        String body = doc.substring(start, doc.indexOf("\n## ", start + 1));
-        Map<String, Integer> rows = new LinkedHashMap<>();
-        for (String line : body.split("\n")) {
-            Matcher m = ROW.matcher(line);
-            if (m.find()) {
-                rows.put(m.group(2).toUpperCase(Locale.ROOT), Integer.decode(m.group(1)));
-            }
-        }
-        return rows;
-    }
-
-    private static void assertSame(Class<?> constants, Map<String, Integer> rows) throws Exception {
-        assertTrue(rows.size() > 10, "the doc's table was found: " + rows);
-        for (Map.Entry<String, Integer> row : rows.entrySet()) {
-            int value = constants.getField(row.getKey()).getInt(null);
-            assertEquals(row.getValue().intValue(), value, row.getKey());
-        }
-    }
-
-    @Test
-    void headerOffsetsAreTheDocs() throws Exception {
-        assertSame(HeaderLayout.class, table("## 2. Header"));
-    }
-
-    @Test
-    void channelOffsetsAreTheDocs() throws Exception {
-        assertSame(ChannelLayout.class, table("## 3. Channel"));
-    }
-
     @Test
     void defaultLayoutFitsAndChannelsTakeAQuarter() {
         Layout l = Layout.compute(256L << 20, 32, 0);

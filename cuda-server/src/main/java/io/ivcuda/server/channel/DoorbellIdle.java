@@ -1,14 +1,11 @@
-package io.ivcuda.server.core;
-
-import static io.ivcuda.server.region.ChannelLayout.GUEST_WAITING;
-import static io.ivcuda.server.region.ChannelLayout.SERVER_PARKED;
+package io.ivcuda.server.channel;
 
 import io.ivcuda.server.doorbell.Doorbells;
+import io.ivcuda.wire.ChannelFlyweight;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.IntConsumer;
-import org.agrona.concurrent.UnsafeBuffer;
 
 /**
  * ivshmem-doorbell (docs/protocol.md §8): spin for half the spin budget, yield the CPU for the
@@ -26,7 +23,7 @@ public final class DoorbellIdle implements IdleWait {
     /** The longest a parked worker sleeps without a ring once its channel has been idle a while. */
     static final long MAX_PARK_NS = TimeUnit.SECONDS.toNanos(30);
 
-    private final UnsafeBuffer channel;
+    private final ChannelFlyweight channel;
     private final int index;
     private final int vector;
     private final Doorbells doorbells;
@@ -42,7 +39,7 @@ public final class DoorbellIdle implements IdleWait {
     /**
      * @param interruptGuest raises a guest MSI-X vector (the ivshmem server's guest eventfd)
      */
-    public DoorbellIdle(UnsafeBuffer channel, int index, Doorbells doorbells, IntConsumer interruptGuest, long spinUs,
+    public DoorbellIdle(ChannelFlyweight channel, int index, Doorbells doorbells, IntConsumer interruptGuest, long spinUs,
                         long parkTimeoutMs) {
         this.channel = channel;
         this.index = index;
@@ -81,8 +78,8 @@ public final class DoorbellIdle implements IdleWait {
 
     private void park(WorkCheck check) {
         long rung = doorbells.rings(vector);
-        doorbells.parking(index, Thread.currentThread());
-        channel.putIntVolatile(SERVER_PARKED, 1);
+        doorbells.parking(index, Thread.currentThread(), rung);
+        channel.serverParkedVolatile(1);
         VarHandle.fullFence();
         long deadline = System.nanoTime() + currentTimeoutNs;
         while (!check.ready() && doorbells.rings(vector) == rung) {
@@ -94,8 +91,8 @@ public final class DoorbellIdle implements IdleWait {
             }
             LockSupport.parkNanos(this, left);
         }
-        channel.putIntVolatile(SERVER_PARKED, 0);
-        doorbells.parking(index, null);
+        channel.serverParkedVolatile(0);
+        doorbells.parking(index, null, -1);
         parks++;
     }
 
@@ -109,7 +106,7 @@ public final class DoorbellIdle implements IdleWait {
         // store resp_seq/server_chunk, fence, load guest_waiting: pairs with the guest's
         // store guest_waiting, fence, load resp_seq (§8)
         VarHandle.fullFence();
-        if (channel.getIntVolatile(GUEST_WAITING) == 1) {
+        if (channel.guestWaitingVolatile() == 1) {
             interruptGuest.accept(vector);
         }
     }
@@ -118,7 +115,7 @@ public final class DoorbellIdle implements IdleWait {
     public void detached() {
         // a free channel reads as parked, so the next claimer's ivc_hello rings; the ring (or
         // this nudge) sends the watcher to attach a worker
-        channel.putIntVolatile(SERVER_PARKED, 1);
+        channel.serverParkedVolatile(1);
         VarHandle.fullFence();
         doorbells.nudgeWatcher();
     }

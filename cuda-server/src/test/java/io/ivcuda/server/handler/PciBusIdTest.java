@@ -1,4 +1,4 @@
-package io.ivcuda.server.core;
+package io.ivcuda.server.handler;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;

@@ -1,4 +1,4 @@
-package io.ivcuda.server.core;
+package io.ivcuda.server.channel;
 
 /**
  * How a channel worker waits while its channel has nothing to do: {@link PlainIdle} polls with a

@@ -1,4 +1,4 @@
-package io.ivcuda.server.core;
+package io.ivcuda.server.channel;
 
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;

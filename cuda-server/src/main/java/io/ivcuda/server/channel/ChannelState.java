@@ -1,4 +1,4 @@
-package io.ivcuda.server.core;
+package io.ivcuda.server.channel;
 
 /**
  * The server's own copy of one channel's counters. It outlives owners: a new owner continues from

@@ -1,12 +1,15 @@
-package io.ivcuda.server.core;
+package io.ivcuda.server.channel;
 
-import static io.ivcuda.server.region.ChannelLayout.*;
-
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.gen.Dispatcher;
 import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.server.gen.Reply;
 import io.ivcuda.server.region.Layout;
-import java.nio.ByteOrder;
+import io.ivcuda.wire.ChannelFlyweight;
+import io.ivcuda.wire.RecordFlyweight;
+import io.ivcuda.wire.RequestFlyweight;
+import io.ivcuda.wire.ResponseFlyweight;
+import java.util.function.Function;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
@@ -14,25 +17,26 @@ import org.apache.logging.log4j.Logger;
 /**
  * Serves one claimed channel on its own thread (guest thread ↔ host thread, so the CUDA current
  * context follows the guest thread). Watches req_seq and the ring, waiting as its {@link IdleWait}
- * says (plain: spin/yield/park backoff; doorbell: spin, then sleep until the guest rings), drains the ring before each sync request (docs/protocol.md §4), keeps the channel's sticky async
- * error (§6), and stops when the owner word changes or the server stops.
+ * says (plain: spin/yield/park backoff; doorbell: spin, then sleep until the guest rings), drains the
+ * ring before each sync request (docs/protocol.md §4), dispatches through the generated
+ * {@link Dispatcher} to its {@link ChannelCalls}, keeps the channel's sticky async error (§6), and stops
+ * when the owner word changes or the server stops.
  */
 public final class ChannelWorker implements Runnable {
     private static final Logger LOG = LogManager.getLogger(ChannelWorker.class);
-    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
-    private final Vm vm;
     private final ChannelState state;
+    private final ChannelFlyweight control = new ChannelFlyweight();
+    private final RequestFlyweight request = new RequestFlyweight();
+    private final ResponseFlyweight response = new ResponseFlyweight();
+    private final RecordFlyweight record = new RecordFlyweight();
     private final UnsafeBuffer channel;
-    private final long channelAddress;
     private final long token;
     private final Layout layout;
-    private final RequestHandlers handlers;
+    private final ChannelCalls calls;
     private final Reply reply = new Reply();
     private final IdleWait idle;
     private final IdleWait.WorkCheck channelWork = this::hasWork;
-    private final IdleWait.WorkCheck chunkArrived = this::chunkArrived;
-    private long chunkTarget;
     private final int ringMask;
     private volatile boolean stop;
     private volatile boolean finished;
@@ -40,18 +44,22 @@ public final class ChannelWorker implements Runnable {
     private volatile Thread thread;
     private boolean poisoned;
     private int sticky;
-    private int currentOpcode;
 
-    public ChannelWorker(Vm vm, ChannelState state, UnsafeBuffer channel, long token, IdleWait idle) {
-        this.vm = vm;
+    /**
+     * @param calls makes the channel's handlers, given the window they stream through
+     */
+    public ChannelWorker(ChannelState state, UnsafeBuffer channel, long token, Layout layout, IdleWait idle,
+                         Function<ChunkStream, ChannelCalls> calls) {
         this.state = state;
         this.channel = channel;
-        this.channelAddress = channel.addressOffset();
         this.token = token;
-        this.layout = vm.layout();
+        this.layout = layout;
         this.ringMask = layout.ringSize() - 1;
         this.idle = idle;
-        this.handlers = new RequestHandlers(vm, this);
+        control.wrap(channel, 0);
+        request.wrap(channel, layout.requestAreaOffset());
+        response.wrap(channel, layout.responseAreaOffset());
+        this.calls = calls.apply(new ChunkStream(control, state, idle, this::stopping, layout));
     }
 
     public int index() {
@@ -60,26 +68,6 @@ public final class ChannelWorker implements Runnable {
 
     public long token() {
         return token;
-    }
-
-    public int ownerPid() {
-        return channel.getInt(OWNER_PID, LE);
-    }
-
-    public UnsafeBuffer channel() {
-        return channel;
-    }
-
-    public long channelAddress() {
-        return channelAddress;
-    }
-
-    ChannelState state() {
-        return state;
-    }
-
-    int currentOpcode() {
-        return currentOpcode;
     }
 
     /** Asks the worker to stop after its current call. */
@@ -98,16 +86,12 @@ public final class ChannelWorker implements Runnable {
 
     /** New work on the channel, or a reason to stop: ends an idle wait. */
     private boolean hasWork() {
-        return channel.getLongVolatile(REQ_SEQ) != state.lastSeq
-                || (channel.getLongVolatile(RING_TAIL) != state.ringHead && !poisoned) || stopping();
+        return control.reqSeqVolatile() != state.lastSeq
+                || (control.ringTailVolatile() != state.ringHead && !poisoned) || stopping();
     }
 
-    private boolean chunkArrived() {
-        return channel.getLongVolatile(GUEST_CHUNK) - chunkTarget >= 0 || stopping();
-    }
-
-    public boolean stopping() {
-        return stop || channel.getLongVolatile(OWNER) != token;
+    private boolean stopping() {
+        return stop || control.ownerVolatile() != token;
     }
 
     public void join(long millis) throws InterruptedException {
@@ -131,10 +115,10 @@ public final class ChannelWorker implements Runnable {
 
     @Override
     public void run() {
-        channel.putIntRelease(ATTACHED, 1);
+        control.attachedRelease(1);
         try {
             while (!stopping()) {
-                long req = channel.getLongAcquire(REQ_SEQ);
+                long req = control.reqSeqAcquire();
                 if (req != state.lastSeq) {
                     // The guest stores owner before it publishes req_seq: a request seen here with
                     // the owner no longer ours is the next process's first one (its hello), for
@@ -146,7 +130,7 @@ public final class ChannelWorker implements Runnable {
                     idle.reset();
                     continue;
                 }
-                long tail = channel.getLongAcquire(RING_TAIL);
+                long tail = control.ringTailAcquire();
                 if (tail != state.ringHead && !poisoned) {
                     if (stopping()) {
                         break; // the same for the next owner's ring records
@@ -158,12 +142,12 @@ public final class ChannelWorker implements Runnable {
                 idle.idle(channelWork);
             }
         } catch (Throwable e) {
-            LOG.error("channel {} pid {}: worker failed", state.index, ownerPid(), e);
+            LOG.error("channel {} pid {}: worker failed", state.index, control.ownerPid(), e);
         } finally {
-            handlers.detach();
+            calls.detach();
             detach();
             if (releaseOnExit) {
-                channel.compareAndSetLong(OWNER, token, 0);
+                control.compareAndSetOwner(token, 0);
             }
             finished = true;
             idle.detached();
@@ -178,43 +162,40 @@ public final class ChannelWorker implements Runnable {
      * its first request, which is not ours to answer.
      */
     private void detach() {
-        if (channel.getLongVolatile(OWNER) == token) {
-            long pending = channel.getLongAcquire(REQ_SEQ);
+        if (control.ownerVolatile() == token) {
+            long pending = control.reqSeqAcquire();
             if (pending != state.lastSeq) {
                 // a request published but never served: answer it so the guest does not read a stale response
-                int responseArea = layout.responseAreaOffset();
-                channel.putInt(responseArea + MSG_OPCODE_OR_RESULT, CuResult.NOT_INITIALIZED, LE);
-                channel.putInt(responseArea + MSG_PAYLOAD_LEN, 0, LE);
-                channel.putLong(responseArea + MSG_SEQ, pending, LE);
+                response.result(CuResult.NOT_INITIALIZED).payloadLen(0).seq(pending);
             }
             state.lastSeq = pending;
-            state.ringHead = channel.getLongAcquire(RING_TAIL);
-            state.serverChunk = channel.getLongAcquire(GUEST_CHUNK);
-            channel.putLongRelease(RING_HEAD, state.ringHead);
-            channel.putLongRelease(SERVER_CHUNK, state.serverChunk);
-            channel.putLongRelease(RESP_SEQ, state.lastSeq);
+            state.ringHead = control.ringTailAcquire();
+            state.serverChunk = control.guestChunkAcquire();
+            control.ringHeadRelease(state.ringHead);
+            control.serverChunkRelease(state.serverChunk);
+            control.respSeqRelease(state.lastSeq);
             idle.published(); // a guest sleeping on its interrupt learns at once
         }
-        channel.putIntRelease(ATTACHED, 0);
+        control.attachedRelease(0);
     }
 
     private void serveRequest(long req) {
-        int requestArea = layout.requestAreaOffset();
-        int responseArea = layout.responseAreaOffset();
-        int opcode = channel.getInt(requestArea + MSG_OPCODE_OR_RESULT, LE);
-        int payloadLen = channel.getInt(requestArea + MSG_PAYLOAD_LEN, LE);
-        long seq = channel.getLong(requestArea + MSG_SEQ, LE);
-        currentOpcode = opcode;
+        int opcode = request.opcode();
+        int payloadLen = request.payloadLen();
+        long seq = request.seq();
+        calls.calling(opcode);
         // everything the thread queued before the call runs before it
-        long tail = channel.getLongAcquire(RING_TAIL);
+        long tail = control.ringTailAcquire();
         if (tail != state.ringHead && !poisoned) {
             drainRing(tail);
+            calls.calling(opcode);
         }
         int result;
-        reply.target(channel, responseArea + MESSAGE_HEADER);
-        int room = layout.responseAreaSize() - MESSAGE_HEADER;
+        reply.target(channel, response.offset() + ResponseFlyweight.LENGTH);
+        int room = layout.responseAreaSize() - ResponseFlyweight.LENGTH;
         int responseLen = 0;
         String fault = null;
+        String detail = null;
         if (req != state.lastSeq + 1) {
             result = CuResult.INVALID_VALUE;
             fault = "req_seq (" + req + ", expected " + (state.lastSeq + 1) + ")";
@@ -223,19 +204,21 @@ public final class ChannelWorker implements Runnable {
             fault = "seq (" + seq + ", req_seq " + req + ")";
         } else if (poisoned) {
             result = CuResult.ILLEGAL_STATE;
-        } else if (!handlers.greeted() && opcode != Opcodes.IVC_HELLO) {
+        } else if (!calls.greeted() && opcode != Opcodes.IVC_HELLO) {
             result = CuResult.NOT_INITIALIZED;
             fault = "opcode (first request must be ivc_hello)";
-        } else if (payloadLen < 0 || payloadLen > layout.requestAreaSize() - MESSAGE_HEADER) {
+        } else if (payloadLen < 0 || payloadLen > layout.requestAreaSize() - RequestFlyweight.LENGTH) {
             result = CuResult.INVALID_VALUE;
             fault = "payload_len (" + Integer.toUnsignedString(payloadLen) + ")";
         } else {
             try {
-                result = Dispatcher.sync(handlers, opcode, channel, requestArea + MESSAGE_HEADER, payloadLen, reply, room);
+                result = Dispatcher.sync(calls.handlers(), opcode, channel, request.offset() + RequestFlyweight.LENGTH,
+                        payloadLen, reply, room);
                 fault = reply.fault();
+                detail = reply.detail();
                 responseLen = fault == null ? reply.payloadLength() : 0;
             } catch (RuntimeException e) {
-                LOG.error("channel {} pid {} {}: handler failed", state.index, ownerPid(), Opcodes.name(opcode), e);
+                LOG.error("channel {} pid {} {}: handler failed", state.index, control.ownerPid(), Opcodes.name(opcode), e);
                 result = CuResult.UNKNOWN;
             }
             if (sticky != 0) {
@@ -250,20 +233,27 @@ public final class ChannelWorker implements Runnable {
             }
         }
         if (fault != null) {
-            LOG.warn("channel {} pid {} {}: {} at fault → {}", state.index, ownerPid(), Opcodes.name(opcode), fault,
-                    CuResult.name(result));
+            logFault("", opcode, fault, detail, result);
         }
-        channel.putInt(responseArea + MSG_OPCODE_OR_RESULT, result, LE);
-        channel.putInt(responseArea + MSG_PAYLOAD_LEN, responseLen, LE);
-        channel.putLong(responseArea + MSG_SEQ, req, LE);
+        response.result(result).payloadLen(responseLen).seq(req);
         state.lastSeq = req;
-        channel.putLongRelease(RESP_SEQ, req);
+        control.respSeqRelease(req);
         idle.published();
-        if (result == CuResult.NOT_INITIALIZED && !handlers.greeted()) {
+        if (result == CuResult.NOT_INITIALIZED && !calls.greeted()) {
             // a channel whose first request is not a valid hello is reclaimed (§3), once at rest
-            LOG.warn("channel {} pid {}: released (no valid ivc_hello)", state.index, ownerPid());
+            LOG.warn("channel {} pid {}: released (no valid ivc_hello)", state.index, control.ownerPid());
             releaseOnExit = true;
             stop = true;
+        }
+    }
+
+    private void logFault(String where, int opcode, String fault, String detail, int result) {
+        if (detail == null) {
+            LOG.warn("channel {} pid {} {}{}: {} at fault → {}", state.index, control.ownerPid(), Opcodes.name(opcode),
+                    where, fault, CuResult.name(result));
+        } else {
+            LOG.warn("channel {} pid {} {}{}: {} {} → {}", state.index, control.ownerPid(), Opcodes.name(opcode), where,
+                    fault, detail, CuResult.name(result));
         }
     }
 
@@ -280,27 +270,27 @@ public final class ChannelWorker implements Runnable {
         }
         while (head != tail && !poisoned) {
             int pos = (int) (head & ringMask);
-            int total = channel.getInt(ring + pos + RECORD_TOTAL_LEN, LE);
-            int opcode = channel.getInt(ring + pos + RECORD_OPCODE, LE);
-            currentOpcode = opcode;
+            record.wrap(channel, ring + pos);
+            int total = record.totalLen();
+            int opcode = record.opcode();
             if (total < 8 || (total & 7) != 0 || total > ringSize - pos || total > tail - head
-                    || (opcode != Opcodes.PAD && total < RECORD_HEADER)) {
+                    || (opcode != Opcodes.PAD && total < RecordFlyweight.LENGTH)) {
                 poison("total_len (" + Integer.toUnsignedString(total) + " at ring position " + pos + ")");
                 return;
             }
             if (opcode != Opcodes.PAD) {
+                calls.calling(opcode);
                 int result;
                 try {
-                    result = Dispatcher.async(handlers, opcode, channel, ring + pos + RECORD_HEADER,
-                            total - RECORD_HEADER, reply, 0);
+                    result = Dispatcher.async(calls.handlers(), opcode, channel, ring + pos + RecordFlyweight.LENGTH,
+                            total - RecordFlyweight.LENGTH, reply, 0);
                 } catch (RuntimeException e) {
-                    LOG.error("channel {} pid {} {}: handler failed", state.index, ownerPid(), Opcodes.name(opcode), e);
+                    LOG.error("channel {} pid {} {}: handler failed", state.index, control.ownerPid(), Opcodes.name(opcode), e);
                     result = CuResult.UNKNOWN;
                 }
                 if (result != CuResult.SUCCESS) {
                     if (reply.fault() != null) {
-                        LOG.warn("channel {} pid {} {} (ring): {} at fault → {}", state.index, ownerPid(),
-                                Opcodes.name(opcode), reply.fault(), CuResult.name(result));
+                        logFault(" (ring)", opcode, reply.fault(), reply.detail(), result);
                     }
                     if (sticky == 0) {
                         sticky = result;
@@ -312,43 +302,18 @@ public final class ChannelWorker implements Runnable {
             // Publishing the head costs the guest a cache miss when it reads it: do it per
             // quarter ring, and once at the end, not per record.
             if (head - published >= ringSize / 4) {
-                channel.putLongRelease(RING_HEAD, head);
+                control.ringHeadRelease(head);
                 published = head;
             }
         }
         if (published != head) {
-            channel.putLongRelease(RING_HEAD, head);
+            control.ringHeadRelease(head);
         }
     }
 
     private void poison(String field) {
         poisoned = true;
         LOG.warn("channel {} pid {} ring: {} at fault → channel poisoned, later calls get {}", state.index,
-                ownerPid(), field, CuResult.name(CuResult.ILLEGAL_STATE));
-    }
-
-    /** Waits until the guest's chunk counter reaches {@code target}; false if the channel stops. */
-    boolean awaitGuestChunk(long target) {
-        idle.reset();
-        chunkTarget = target;
-        while (channel.getLongAcquire(GUEST_CHUNK) - target < 0) {
-            if (stopping()) {
-                return false;
-            }
-            idle.idle(chunkArrived);
-        }
-        idle.reset();
-        return true;
-    }
-
-    void publishServerChunk(long value) {
-        state.serverChunk = value;
-        channel.putLongRelease(SERVER_CHUNK, value);
-        idle.published();
-    }
-
-    /** Marks the server-side chunk count the guest must catch up to (device→host waits). */
-    boolean awaitGuestChunkAtLeast(long target) {
-        return awaitGuestChunk(target);
+                control.ownerPid(), field, CuResult.name(CuResult.ILLEGAL_STATE));
     }
 }

@@ -1,7 +1,7 @@
-package io.ivcuda.server.core;
+package io.ivcuda.server.handler;
 
-import io.ivcuda.server.backend.CudaBackend;
-import io.ivcuda.server.backend.Out;
+import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.gen.ExportCalls;
 import io.ivcuda.server.gen.Reply;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.logging.log4j.LogManager;
@@ -12,28 +12,27 @@ import org.apache.logging.log4j.Logger;
  * slots only the host's real driver can answer. The guest passes scalars; the answers are the
  * driver's, copied out.
  */
-final class ExportTableRequests {
-    private static final Logger LOG = LogManager.getLogger(ExportTableRequests.class);
+final class ExportHandler implements ExportCalls {
+    private static final Logger LOG = LogManager.getLogger(ExportHandler.class);
     private static final AtomicBoolean REFUSAL_LOGGED = new AtomicBoolean();
 
-    private final CudaBackend cuda;
-    private final Out out;
+    private final Session session;
 
-    ExportTableRequests(CudaBackend cuda, Out out) {
-        this.cuda = cuda;
-        this.out = out;
+    ExportHandler(Session session) {
+        this.session = session;
     }
 
     /** d4082055 slot 1: cudart's integrity check, asked of the real driver with the guest's arguments. */
-    int integrityCheck(Reply r, ChannelWorker worker, int version, long unixSeconds) {
-        int result = cuda.exportIntegrityCheck(out, version, unixSeconds);
+    @Override
+    public int ivc_export_integrity_check(Reply r, int version, long unixSeconds) {
+        int result = session.cuda.exportIntegrityCheck(session.out, version, unixSeconds);
         if (result == CuResult.SUCCESS) {
-            r.set(0, out.l0);
-            r.set(1, out.l1);
+            r.set(0, session.out.integrityLow);
+            r.set(1, session.out.integrityHigh);
         } else if (REFUSAL_LOGGED.compareAndSet(false, true)) {
             LOG.warn("channel {} pid {}: cudart's integrity check (export table d4082055) cannot be answered by {} → {}:"
-                    + " runtime-API programs fail to initialise", worker.index(), worker.ownerPid(), cuda.describe(),
-                    CuResult.name(result));
+                    + " runtime-API programs fail to initialise", session.index(), session.ownerPid(),
+                    session.cuda.describe(), CuResult.name(result));
         }
         return result;
     }

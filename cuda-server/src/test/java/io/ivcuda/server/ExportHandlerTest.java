@@ -3,9 +3,8 @@ package io.ivcuda.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.ivcuda.server.FakeGuest.Channel;
-import io.ivcuda.server.FakeGuest.Payload;
-import io.ivcuda.server.core.CuResult;
-import io.ivcuda.server.gen.Opcodes;
+import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.gen.Requests;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -13,10 +12,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The export-table slots the guest sends to the server (docs/export-tables.md). The real
- * driver's answer needs a GPU machine (gpu/export-tables.sh); here: the host-memory backend
+ * driver's answer needs a GPU machine (gpu/cudart.sh); here: the host-memory backend
  * refuses plainly, and the channel keeps working.
  */
-class ExportTableRequestsTest {
+class ExportHandlerTest {
     static final long SIZE = 16L << 20;
 
     @TempDir
@@ -31,11 +30,10 @@ class ExportTableRequestsTest {
             try (FakeGuest guest = new FakeGuest(region, SIZE)) {
                 Channel c = guest.claim(0, (77L << 32) | 1);
                 assertEquals(CuResult.SUCCESS, c.hello().result());
-                assertEquals(CuResult.SUCCESS, c.call(Opcodes.CU_INIT, new Payload().scalar(0)).result());
-                FakeGuest.Response r = c.call(Opcodes.IVC_EXPORT_INTEGRITY_CHECK,
-                        new Payload().scalar(13000).scalar(1_796_000_000L));
+                assertEquals(CuResult.SUCCESS, c.call(Requests.cuInit(0)).result());
+                FakeGuest.Response r = c.call(Requests.ivc_export_integrity_check(13000, 1_796_000_000L));
                 assertEquals(CuResult.NOT_SUPPORTED, r.result());
-                assertEquals(CuResult.SUCCESS, c.call(Opcodes.CU_DEVICE_GET_COUNT, new Payload()).result());
+                assertEquals(CuResult.SUCCESS, c.call(Requests.cuDeviceGetCount()).result());
             }
         }
     }

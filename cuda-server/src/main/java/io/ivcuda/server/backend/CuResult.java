@@ -1,4 +1,4 @@
-package io.ivcuda.server.core;
+package io.ivcuda.server.backend;
 
 /** The CUresult values the server answers (numbers from cuda.h). */
 public final class CuResult {

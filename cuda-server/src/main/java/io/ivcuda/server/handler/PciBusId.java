@@ -1,4 +1,4 @@
-package io.ivcuda.server.core;
+package io.ivcuda.server.handler;
 
 /** PCI bus ids as CUDA spells them: {@code [domain:]bus:device.function}, hexadecimal. */
 final class PciBusId {

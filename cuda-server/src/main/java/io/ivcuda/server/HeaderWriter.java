@@ -1,0 +1,71 @@
+package io.ivcuda.server;
+
+import io.ivcuda.server.gen.Opcodes;
+import io.ivcuda.server.region.Layout;
+import io.ivcuda.server.region.Region;
+import io.ivcuda.wire.HeaderFlyweight;
+
+/**
+ * The region's header (docs/protocol.md §2). Only the server writes it: the layout once at start
+ * (state INIT), the driver's facts, then READY (stored last, with release); the heartbeat while it
+ * runs; STOPPING and STOPPED at the end. The only value it reads back is the guest's VM-wide
+ * heartbeat (§7) — and, before it writes anything, the previous server's epoch.
+ */
+final class HeaderWriter {
+    private final HeaderFlyweight header = new HeaderFlyweight();
+
+    HeaderWriter(Region region) {
+        header.wrap(region.view(0, HeaderFlyweight.LENGTH), 0);
+    }
+
+    /** A fresh header in state INIT: nothing a previous server or guest left is trusted, but the epoch goes on. */
+    void init(Layout layout, int ownerTimeoutMs, int doorbellVectors) {
+        int previousEpoch = header.magic() == HeaderFlyweight.MAGIC ? header.epoch() : 0;
+        header.buffer().setMemory(0, HeaderFlyweight.LENGTH, (byte) 0);
+        header.magic(HeaderFlyweight.MAGIC)
+                .protocolVersion(HeaderFlyweight.PROTOCOL_VERSION)
+                .headerSize(HeaderFlyweight.LENGTH)
+                .regionSize(layout.regionSize());
+        header.serverStateRelease(HeaderFlyweight.STATE_INIT);
+        header.epoch(previousEpoch + 1)
+                .apiVersion(Opcodes.API_VERSION)
+                .apiHash(Opcodes.API_HASH)
+                .channelCount(layout.channelCount())
+                .channelStride(layout.channelStride())
+                .channelTableOffset(layout.channelTableOffset())
+                .requestAreaSize(layout.requestAreaSize())
+                .responseAreaSize(layout.responseAreaSize())
+                .ringSize(layout.ringSize())
+                .windowSize(layout.windowSize())
+                .poolOffset(layout.poolOffset())
+                .poolSize(layout.poolSize())
+                .ownerTimeoutMs(ownerTimeoutMs)
+                // The guest cannot read the MSI-X table size from config space without CAP_SYS_ADMIN
+                // (sysfs gives others its first 64 bytes): the header tells it the channel→vector modulus.
+                .doorbellVectors(doorbellVectors);
+    }
+
+    /** What the driver session found: feature bits (DOORBELL, POOL_REGISTERED) and the host driver's version. */
+    void driver(long features, int hostDriverVersion) {
+        header.featureBits(features).hostDriverVersion(hostDriverVersion);
+    }
+
+    /** Why the server is not (fully) usable: a guest's cuInit shows it. */
+    void message(String text) {
+        header.serverMessage(text);
+    }
+
+    void state(int state) {
+        header.serverStateRelease(state);
+    }
+
+    /** One beat of server_heartbeat: the guest declares a server dead when it stops (§7). */
+    void beat() {
+        header.addServerHeartbeatRelease(1);
+    }
+
+    /** The VM-wide counter every guest process bumps (§7): it tells a paused VM from a dead process. */
+    long guestHeartbeat() {
+        return header.guestHeartbeatVolatile();
+    }
+}

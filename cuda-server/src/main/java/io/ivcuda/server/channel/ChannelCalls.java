@@ -1,0 +1,23 @@
+package io.ivcuda.server.channel;
+
+import io.ivcuda.server.gen.Handlers;
+
+/**
+ * What a {@link ChannelWorker} dispatches to: the handlers of one channel's calls and the state of
+ * its session (greeted by ivc_hello or not). Made by the server for each worker, so the worker
+ * knows nothing of the handlers it runs.
+ */
+public interface ChannelCalls {
+
+    /** The handlers the generated dispatcher calls. */
+    Handlers handlers();
+
+    /** Whether a successful ivc_hello opened the session (every other first request is refused). */
+    boolean greeted();
+
+    /** The worker is about to dispatch {@code opcode} (a request or a ring record): for log lines. */
+    void calling(int opcode);
+
+    /** The worker leaves for good: nothing current on its thread, its scratch memory freed. */
+    void detach();
+}

@@ -1,0 +1,50 @@
+package io.ivcuda.server.handler;
+
+import io.ivcuda.server.channel.ChannelCalls;
+import io.ivcuda.server.channel.ChunkStream;
+import io.ivcuda.server.core.Vm;
+import io.ivcuda.server.gen.Handlers;
+import io.ivcuda.wire.ChannelFlyweight;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * The calls of one channel: its {@link Session} and one handler per section of the API
+ * description, as its worker dispatches to them. A new section in the description is one more
+ * handler class here.
+ */
+public final class ChannelHandlers implements ChannelCalls {
+    private final Session session;
+    private final Handlers handlers;
+
+    /**
+     * @param channel   the channel's bytes (its owner_pid names the process in log lines)
+     * @param reclaimer what frees the process at its ivc_process_exit
+     */
+    public ChannelHandlers(Vm vm, int index, long token, UnsafeBuffer channel, ChunkStream chunks, Reclaimer reclaimer) {
+        session = new Session(vm, index, token, new ChannelFlyweight().wrap(channel, 0), chunks, reclaimer);
+        handlers = new Handlers(session, new SessionHandler(session), new DeviceHandler(session),
+                new ContextHandler(session), new ModuleHandler(session), new MemoryHandler(session),
+                new CopyHandler(session), new StreamHandler(session), new LaunchHandler(session),
+                new ExportHandler(session));
+    }
+
+    @Override
+    public Handlers handlers() {
+        return handlers;
+    }
+
+    @Override
+    public boolean greeted() {
+        return session.greeted();
+    }
+
+    @Override
+    public void calling(int opcode) {
+        session.calling(opcode);
+    }
+
+    @Override
+    public void detach() {
+        session.detach();
+    }
+}

@@ -1,0 +1,221 @@
+package io.ivcuda.server.handler;
+
+import static io.ivcuda.server.core.HandleTable.KIND_CTX;
+
+import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.core.DeviceRanges;
+import io.ivcuda.server.core.HandleTable;
+import io.ivcuda.server.gen.MemoryCalls;
+import io.ivcuda.server.gen.Reply;
+import java.nio.ByteOrder;
+
+/**
+ * Device memory (allocations counted against the VM's quota, kept per process for the range checks
+ * and for reclaim), memsets, and pinned host memory carved from the region's pool. The dispatcher
+ * has checked every device and pool range before these run.
+ */
+final class MemoryHandler implements MemoryCalls {
+    private static final int CU_POINTER_ATTRIBUTE_CONTEXT = 1;
+    private static final int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
+    private static final int CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
+    private static final int CU_POINTER_ATTRIBUTE_BUFFER_ID = 7;
+    private static final int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
+    private static final int CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11;
+    private static final int CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12;
+    private static final int CU_MEMORYTYPE_DEVICE = 2;
+
+    private final Session session;
+
+    MemoryHandler(Session session) {
+        this.session = session;
+    }
+
+    private String who(String operation) {
+        return "channel " + session.index() + " pid " + session.ownerPid() + " " + operation;
+    }
+
+    @Override
+    public int ivc_mem_alloc(Reply r, long bytesize) {
+        if (bytesize <= 0) {
+            session.warn("bytesize", String.valueOf(bytesize), CuResult.INVALID_VALUE);
+            return CuResult.INVALID_VALUE;
+        }
+        if (!session.vm.reserve(bytesize, who("ivc_mem_alloc"))) {
+            return CuResult.OUT_OF_MEMORY;
+        }
+        int result = session.cuda.memAlloc(session.out, bytesize);
+        if (result != CuResult.SUCCESS) {
+            session.vm.release(bytesize);
+            return result;
+        }
+        long dptr = session.out.address;
+        session.owner().ranges().add(new DeviceRanges.Range(dptr, bytesize, true, session.currentNativeContext()));
+        r.set(0, dptr);
+        return result;
+    }
+
+    @Override
+    public int ivc_mem_alloc_pitch(Reply r, long widthInBytes, long height, int elementSizeBytes) {
+        if (widthInBytes <= 0 || height <= 0 || widthInBytes > (1L << 40) || height > (1L << 40)) {
+            session.warn("widthInBytes/height", widthInBytes + "x" + height, CuResult.INVALID_VALUE);
+            return CuResult.INVALID_VALUE;
+        }
+        long estimate = ((widthInBytes + 511) & ~511L) * height;
+        if (!session.vm.reserve(estimate, who("ivc_mem_alloc_pitch"))) {
+            return CuResult.OUT_OF_MEMORY;
+        }
+        int result = session.cuda.memAllocPitch(session.out, widthInBytes, height, elementSizeBytes);
+        if (result != CuResult.SUCCESS) {
+            session.vm.release(estimate);
+            return result;
+        }
+        long dptr = session.out.address;
+        long pitch = session.out.bytes;
+        session.vm.release(estimate);
+        session.vm.reserve(pitch * height, "ivc_mem_alloc_pitch");
+        session.owner().ranges().add(new DeviceRanges.Range(dptr, pitch * height, true, session.currentNativeContext()));
+        r.set(0, dptr);
+        r.set(1, pitch);
+        return result;
+    }
+
+    @Override
+    public int ivc_mem_free(Reply r, long dptr) {
+        if (dptr == 0) {
+            return CuResult.SUCCESS;
+        }
+        DeviceRanges.Range range = session.owner().ranges().removeAllocation(dptr);
+        if (range == null) {
+            session.warn("dptr", "0x" + Long.toHexString(dptr) + " is not an allocation of this process", CuResult.INVALID_VALUE);
+            return CuResult.INVALID_VALUE;
+        }
+        session.vm.release(range.size());
+        return session.cuda.memFree(dptr);
+    }
+
+    @Override
+    public int cuMemGetInfo_v2(Reply r) {
+        int result = session.cuda.memGetInfo(session.out);
+        r.set(0, session.out.bytes);
+        r.set(1, session.out.totalBytes);
+        return result;
+    }
+
+    @Override
+    public int cuMemGetAddressRange_v2(Reply r, long dptr) {
+        int result = session.cuda.memGetAddressRange(session.out, dptr);
+        r.set(0, session.out.address);
+        r.set(1, session.out.bytes);
+        return result;
+    }
+
+    @Override
+    public int cuMemsetD8_v2(Reply r, long dstDevice, int uc, long n) {
+        return session.cuda.memset(1, dstDevice, uc, n, 0, false);
+    }
+
+    @Override
+    public int cuMemsetD16_v2(Reply r, long dstDevice, int us, long n) {
+        return session.cuda.memset(2, dstDevice, us, n, 0, false);
+    }
+
+    @Override
+    public int cuMemsetD32_v2(Reply r, long dstDevice, int ui, long n) {
+        return session.cuda.memset(4, dstDevice, ui, n, 0, false);
+    }
+
+    @Override
+    public int cuMemsetD8Async(long dstDevice, int uc, long n, long hStream) {
+        return session.cuda.memset(1, dstDevice, uc, n, hStream, true);
+    }
+
+    @Override
+    public int cuMemsetD16Async(long dstDevice, int us, long n, long hStream) {
+        return session.cuda.memset(2, dstDevice, us, n, hStream, true);
+    }
+
+    @Override
+    public int cuMemsetD32Async(long dstDevice, int ui, long n, long hStream) {
+        return session.cuda.memset(4, dstDevice, ui, n, hStream, true);
+    }
+
+    @Override
+    public int ivc_host_alloc(Reply r, long bytesize, int flags) {
+        long offset = session.vm.pool().allocate(bytesize, session.token());
+        if (offset < 0) {
+            session.warn("bytesize", bytesize + " bytes do not fit in the pool of " + session.vm.layout().poolSize(),
+                    CuResult.OUT_OF_MEMORY);
+            return bytesize <= 0 ? CuResult.INVALID_VALUE : CuResult.OUT_OF_MEMORY;
+        }
+        r.set(0, offset);
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ivc_host_free(Reply r, long poolOffset) {
+        if (!session.vm.pool().free(poolOffset, session.token())) {
+            session.warn("poolOffset", poolOffset + " is not a pool block of this process", CuResult.INVALID_VALUE);
+            return CuResult.INVALID_VALUE;
+        }
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int ivc_host_device_pointer(Reply r, long poolOffsetAddress, int flags) {
+        if (flags != 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        long poolDevice = session.vm.poolDevicePointer();
+        if (poolDevice == 0) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        r.set(0, poolDevice + (poolOffsetAddress - session.vm.poolAddress()));
+        return CuResult.SUCCESS;
+    }
+
+    /**
+     * Attributes of a device pointer, answered from the owner's ranges (the guest answers pool
+     * pointers itself). Pointers outside them get CUDA_ERROR_INVALID_VALUE, as from the driver.
+     */
+    @Override
+    public int ivc_pointer_attribute(Reply r, int capacity, int attribute, long ptr) {
+        DeviceRanges.Range range = session.owner().ranges().find(ptr);
+        if (range == null) {
+            return CuResult.INVALID_VALUE;
+        }
+        long value;
+        int size = 8;
+        switch (attribute) {
+            case CU_POINTER_ATTRIBUTE_CONTEXT -> {
+                HandleTable.Entry ctx = session.vm.handles().findNative(KIND_CTX, session.token(), range.context());
+                value = ctx == null ? 0 : ctx.id();
+            }
+            case CU_POINTER_ATTRIBUTE_MEMORY_TYPE -> {
+                value = CU_MEMORYTYPE_DEVICE;
+                size = 4;
+            }
+            case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL -> {
+                value = 0;
+                size = 4;
+            }
+            case CU_POINTER_ATTRIBUTE_DEVICE_POINTER -> value = ptr;
+            case CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR -> value = range.base();
+            case CU_POINTER_ATTRIBUTE_RANGE_SIZE -> value = range.size();
+            default -> {
+                session.warn("attribute", attribute + " is not answered by this server", CuResult.NOT_SUPPORTED);
+                return CuResult.NOT_SUPPORTED;
+            }
+        }
+        if (r.outbufCapacity() < size) {
+            session.warn("capacity", capacity + " bytes for a " + size + "-byte attribute", CuResult.INVALID_VALUE);
+            return CuResult.INVALID_VALUE;
+        }
+        if (size == 4) {
+            r.buffer().putInt(r.outbufIndex(), (int) value, ByteOrder.LITTLE_ENDIAN);
+        } else {
+            r.buffer().putLong(r.outbufIndex(), value, ByteOrder.LITTLE_ENDIAN);
+        }
+        r.outbufLength(size);
+        return CuResult.SUCCESS;
+    }
+}
