@@ -408,7 +408,7 @@ XA=3e5a00100000
 XB=3e5a00300000
 if has_part P; then
     log "P: what the per-process answer depends on (time $T)"
-    spawn run_probe p-same -- --ts "$T" load init tables ask askseq "askat:$XA" "askat:$XA" "askat:$XB" askctx \
+    spawn run_probe p-same -- --ts "$T" load init tables ask askseq "askat:$XA" "askat:$XA" "askat2:$XA" "askat:$XB" askctx \
         askcanary askrandom ask
     # alone: a changed pointer guard or a child of a process with the driver may not survive
     spawn run_probe p-guard -- --ts "$T" load init tables ask askguard ask

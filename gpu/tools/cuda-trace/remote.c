@@ -260,7 +260,11 @@ static void open_oracle(void)
     ssize_t n = -1;
     if (send(fd, &q, sizeof q, MSG_NOSIGNAL) == (ssize_t)sizeof q) n = recv(fd, &r, sizeof r, 0);
     if (n == 0) no_oracle("the oracle ended before it was ready (its reasons are in the helper's log)");
-    if (n != (ssize_t)sizeof r || r.magic != REMOTE_MAGIC) no_oracle("no answer to REMOTE_OPEN");
+    if (n != (ssize_t)sizeof r || r.magic != REMOTE_MAGIC) {
+        char why[96];
+        snprintf(why, sizeof why, "no answer to REMOTE_OPEN (%zd bytes, %s)", n, n < 0 ? strerror(errno) : "-");
+        no_oracle(why);
+    }
     if (r.rc != 0) {
         char why[64];
         snprintf(why, sizeof why, "REMOTE_OPEN answered %d", r.rc);

@@ -277,12 +277,17 @@ static void start_oracle(int fd, const char *self_path, const char *driver, cons
     struct remote_request q;
     struct timeval limit = { .tv_sec = 10 };
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-    ssize_t n = recv(fd, &q, sizeof q, 0);
+    ssize_t n;
+    do { /* SIGCHLD of an oracle that ended: a receive with a time limit is not restarted */
+        n = recv(fd, &q, sizeof q, 0);
+    } while (n < 0 && errno == EINTR);
+    int err = errno;
     pid_t peer = peer_pid(fd);
     if (n != (ssize_t)sizeof q || q.magic != REMOTE_MAGIC || q.op != REMOTE_OPEN || q.pid == 0 || q.pid > 4194304) {
         struct remote_reply r = { .magic = REMOTE_MAGIC, .rc = 998, .helper_pid = (uint32_t)getpid() };
         send(fd, &r, sizeof r, MSG_NOSIGNAL);
-        printf("oracle peer=%d refused: the first request is no REMOTE_OPEN with a pid\n", (int)peer);
+        printf("oracle peer=%d refused: the first request is no REMOTE_OPEN with a pid (%zd bytes%s%s)\n", (int)peer,
+               n, n < 0 ? ", " : "", n < 0 ? strerror(err) : "");
         close(fd);
         return;
     }

@@ -93,6 +93,9 @@ def readings(runs, xa, xb):
         says.append("- Threads placed at pthread_self %s twice: answers %s; at %s and at %s: %s." % (
             xa, compare(answer(runs, same, "askat:" + xa), answer(runs, same, "askat:" + xa, nth=1)),
             xa, xb, compare(answer(runs, same, "askat:" + xa), answer(runs, same, "askat:" + xb))))
+        says.append("- A thread at %s with a stack twice as large (same pthread_self, another stack block): %s "
+                    "to the thread at %s with the usual one." % (
+                        xa, compare(answer(runs, same, "askat:" + xa), answer(runs, same, "askat2:" + xa)), xa))
         says.append("- The main thread on another stack (same pthread_self): %s to the main thread's answer." %
                     compare(main0, answer(runs, same, "askctx")))
         says.append("- The main thread with its stack guard (%%fs:0x28) changed: %s; with the AT_RANDOM bytes "

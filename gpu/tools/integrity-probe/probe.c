@@ -28,6 +28,7 @@
  *   askseq       from two new threads, one after the other (glibc gives the second the first's
  *                stack and descriptor back: same pthread_self(), another thread id)
  *   askat:ADDR   from a new thread whose pthread_self() is ADDR (hex; thread_at.h)
+ *   askat2:ADDR  the same with a stack twice as large (same pthread_self(), another stack block)
  *   askctx       from this thread, on another stack (swapcontext)
  *   askcanary    with this thread's stack guard (%fs:0x28) changed for the calls
  *   askguard     with this thread's pointer guard (%fs:0x30) changed for the calls
@@ -180,12 +181,12 @@ static void ask_sequence(const char *step)
     }
 }
 
-static void ask_at(const char *step, const char *addr)
+static void ask_at(const char *step, const char *addr, uint64_t stack_bytes)
 {
     char err[200];
     uint64_t self = strtoull(addr, NULL, 16);
     load();
-    if (thread_at_run(self, site_a_void, (void *)step, err, sizeof err) != 0)
+    if (thread_at_run_sized(self, stack_bytes, site_a_void, (void *)step, err, sizeof err) != 0)
         printf("thread step=%s error=%s\n", step, err);
 }
 
@@ -424,7 +425,9 @@ int main(int argc, char **argv)
             load();
             ask_sequence(step);
         } else if (strncmp(s, "askat:", 6) == 0) {
-            ask_at(step, s + 6);
+            ask_at(step, s + 6, THREAD_AT_STACK_BYTES);
+        } else if (strncmp(s, "askat2:", 7) == 0) {
+            ask_at(step, s + 7, 2 * THREAD_AT_STACK_BYTES);
         } else if (strcmp(s, "askctx") == 0) {
             ask_other_stack(step);
         } else if (strcmp(s, "askcanary") == 0) {

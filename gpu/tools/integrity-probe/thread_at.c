@@ -13,7 +13,7 @@
 #endif
 
 #define PAGE 4096ull
-#define STACK_BYTES (1024ull * 1024) /* the thread's stack below its descriptor and TLS */
+#define STACK_BYTES THREAD_AT_STACK_BYTES /* for measuring */
 #define MAX_PLACES 64
 
 struct start {
@@ -79,6 +79,16 @@ static int map_range(uint64_t lo, uint64_t hi, char *err, size_t errlen)
 {
     for (unsigned i = 0; i < place_count; i++)
         if (places[i].lo == lo && places[i].hi == hi) return 0;
+    /* a place of ours that overlaps (another stack size at the same address): no thread runs
+     * on it any more (every thread was joined), so it goes */
+    for (unsigned i = 0; i < place_count;) {
+        if (places[i].lo < hi && lo < places[i].hi) {
+            munmap((void *)(uintptr_t)places[i].lo, places[i].hi - places[i].lo);
+            places[i] = places[--place_count];
+        } else {
+            i++;
+        }
+    }
     if (place_count == MAX_PLACES) {
         snprintf(err, errlen, "thread_at: more than %d thread places", MAX_PLACES);
         return -1;
@@ -99,16 +109,26 @@ static int map_range(uint64_t lo, uint64_t hi, char *err, size_t errlen)
 
 int thread_at_run(uint64_t self, void (*fn)(void *), void *arg, char *err, size_t errlen)
 {
+    return thread_at_run_sized(self, THREAD_AT_STACK_BYTES, fn, arg, err, errlen);
+}
+
+int thread_at_run_sized(uint64_t self, uint64_t stack_bytes, void (*fn)(void *), void *arg, char *err,
+                        size_t errlen)
+{
     if (measure(err, errlen) != 0) return -1;
+    if (stack_bytes < 65536 || stack_bytes % PAGE) {
+        snprintf(err, errlen, "thread_at: a stack of %llu bytes", (unsigned long long)stack_bytes);
+        return -1;
+    }
     uint64_t top = self + top_to_self;
-    uint64_t lo = (top - STACK_BYTES) & ~(PAGE - 1), hi = (top + PAGE - 1) & ~(PAGE - 1);
-    if (self < STACK_BYTES || top < self) {
+    uint64_t lo = (top - stack_bytes) & ~(PAGE - 1), hi = (top + PAGE - 1) & ~(PAGE - 1);
+    if (self < stack_bytes || top < self) {
         snprintf(err, errlen, "thread_at: %llx is no place for a thread", (unsigned long long)self);
         return -1;
     }
     if (map_range(lo, hi, err, errlen) != 0) return -1;
     struct start s = { .fn = fn, .arg = arg, .want = self };
-    if (run_on((void *)(uintptr_t)(top - STACK_BYTES), STACK_BYTES, &s) != 0) {
+    if (run_on((void *)(uintptr_t)(top - stack_bytes), stack_bytes, &s) != 0) {
         snprintf(err, errlen, "thread_at: pthread_create: %s", strerror(errno));
         return -1;
     }

@@ -15,4 +15,10 @@
  * glibc's alignment cannot put a descriptor there. Not thread-safe: one caller at a time. */
 int thread_at_run(uint64_t self, void (*fn)(void *), void *arg, char *err, size_t errlen);
 
+/* The same with a stack of stack_bytes (a multiple of 4096, at least 64 KiB) below the
+ * descriptor instead of THREAD_AT_STACK_BYTES: the same pthread_self(), another stack. */
+#define THREAD_AT_STACK_BYTES (1024ull * 1024)
+int thread_at_run_sized(uint64_t self, uint64_t stack_bytes, void (*fn)(void *), void *arg, char *err,
+                        size_t errlen);
+
 #endif

@@ -73,5 +73,7 @@ expect "P: pids 4242 and 4243 differ" grep -q 'pid 4242 and pid 4243.*answers di
 expect "P: threads at one pthread_self agree, at two differ" \
     grep -q 'twice: answers equal; at 3e5a00100000 and at 3e5a00300000: different' "$report"
 expect "P: a fork()ed child answers otherwise (another pid)" grep -q 'fork().*different to the parent' "$report"
+expect "P: another stack block at the same pthread_self answers the same (the mock ignores stacks)" \
+    grep -q 'stack twice as large.*: equal to the thread' "$report"
 if [ "$failures" = 0 ]; then echo "integrity-probe check: PASSED"; else echo "integrity-probe check: $failures FAILED"; fi
 [ "$failures" = 0 ]
