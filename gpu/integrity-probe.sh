@@ -226,30 +226,18 @@ run_probe() { # run_probe <name> [VAR=value...] -- <probe arguments...>
     echo "exit $?" >>"$WORK/probe/$name.out"
 }
 
-# start_oracles <name>: an oracle helper (helper --oracles); its socket is
-# $WORK/helpers/<name>.sock, each oracle's tables are described in <socket>.<pid>.tables
-start_oracles() {
-    local name=$1 sock=$WORK/helpers/$1.sock
-    "$HELPER" --oracles "$CUDA_TRACE_REAL" "$sock" >"$WORK/helpers/$name.log" 2>&1 &
-    HELPER_PIDS+=($!)
-    disown
-    for _ in $(seq 1 100); do
-        [ -f "$sock.ready" ] && return 0
-        kill -0 "${HELPER_PIDS[-1]}" 2>/dev/null || break
-        sleep 0.1
-    done
-    log "oracle helper $name did not start (helpers/$name.log)"
-    return 1
-}
-
-# start_helper <name>: a helper process; its socket is $WORK/helpers/<name>.sock
+# start_helper <name> [--oracles]: a helper process (with --oracles an oracle helper, whose
+# oracles describe their tables in <socket>.<pid>.tables); its socket is
+# $WORK/helpers/<name>.sock; ready when <socket>.tables (oracles: <socket>.ready) appears
 start_helper() {
-    local name=$1 sock=$WORK/helpers/$1.sock
-    "$HELPER" "$CUDA_TRACE_REAL" "$sock" >"$WORK/helpers/$name.log" 2>&1 &
+    local name=$1 mode=${2:-} sock=$WORK/helpers/$1.sock ready
+    ready=$sock.tables
+    [ "$mode" = --oracles ] && ready=$sock.ready
+    "$HELPER" $mode "$CUDA_TRACE_REAL" "$sock" >"$WORK/helpers/$name.log" 2>&1 &
     HELPER_PIDS+=($!)
     disown # not one of the runs `wait` waits for
     for _ in $(seq 1 100); do
-        [ -f "$sock.tables" ] && return 0
+        [ -f "$ready" ] && return 0
         kill -0 "${HELPER_PIDS[-1]}" 2>/dev/null || break
         sleep 0.1
     done
@@ -427,7 +415,7 @@ fi
 # (stubs in place passed), d4082055 with its slot-1 function where the oracle has it
 MIN_SPEC=${INTEGRITY_MIN_SPEC:-'*:deep,6bd5fb6c:mirror,d4082055:mirror-exact'}
 [ "$DRY_RUN" = 1 ] && MIN_SPEC='*:deep,6bd5fb6c:mirror,c693336e:mirror,263e8860:mirror,d4082055:mirror-exact'
-if has_part O && start_oracles or1; then
+if has_part O && start_helper or1 --oracles; then
     log "O: oracles answer the integrity check"
     osock=$WORK/helpers/or1.sock
     oracle_run() { # oracle_run <program> <name> <tables> <flags>

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "remote_proto.h"
+#include "thread_words.h"
 #include "trace.h"
 
 #define CUDA_ERROR_UNKNOWN 999
@@ -78,21 +79,14 @@ static int exchange(const struct remote_request *q, struct remote_reply *r)
     return ok;
 }
 
-static uint64_t fs_word(uint64_t offset)
-{
-    uint64_t v;
-    __asm__ volatile("movq %%fs:(%1), %0" : "=r"(v) : "r"(offset));
-    return v;
-}
-
 /* Who asks: this process and thread, as an oracle may take them on. */
 static void fill_asker(struct remote_request *q)
 {
     q->pid = (uint32_t)getpid();
     q->tid = (uint32_t)syscall(SYS_gettid);
     q->self = (uint64_t)(uintptr_t)pthread_self();
-    q->stack_guard = fs_word(0x28);
-    q->pointer_guard = fs_word(0x30);
+    q->stack_guard = thread_word(THREAD_STACK_GUARD);
+    q->pointer_guard = thread_word(THREAD_POINTER_GUARD);
     const uint8_t *random = (const uint8_t *)(uintptr_t)getauxval(AT_RANDOM);
     if (random) memcpy(q->at_random, random, 16);
 }

@@ -41,6 +41,7 @@
 #include "pidns.h"
 #include "remote_proto.h"
 #include "thread_at.h"
+#include "thread_words.h"
 #include "trace.h"
 
 extern char **environ;
@@ -108,18 +109,6 @@ static pid_t peer_pid(int fd)
 
 static unsigned oracle_flags; /* ORACLE_*: 0 in the plain helper */
 
-static uint64_t fs_word(uint64_t offset)
-{
-    uint64_t v;
-    __asm__ volatile("movq %%fs:(%1), %0" : "=r"(v) : "r"(offset));
-    return v;
-}
-
-static void set_fs_word(uint64_t offset, uint64_t v)
-{
-    __asm__ volatile("movq %0, %%fs:(%1)" : : "r"(v), "r"(offset) : "memory");
-}
-
 struct integrity_call {
     const struct remote_request *q;
     uint8_t out[64];
@@ -143,10 +132,10 @@ static void call_integrity(void *p)
     c->self = (uint64_t)(uintptr_t)pthread_self();
     memset(c->out, GUARD, sizeof c->out);
     if (guards) {
-        stack_guard = fs_word(0x28);
-        pointer_guard = fs_word(0x30);
-        set_fs_word(0x28, q->stack_guard);
-        set_fs_word(0x30, q->pointer_guard);
+        stack_guard = thread_word(THREAD_STACK_GUARD);
+        pointer_guard = thread_word(THREAD_POINTER_GUARD);
+        thread_set_word(THREAD_STACK_GUARD, q->stack_guard);
+        thread_set_word(THREAD_POINTER_GUARD, q->pointer_guard);
         if (random) {
             memcpy(random_saved, random, 16);
             memcpy(random, q->at_random, 16);
@@ -154,8 +143,8 @@ static void call_integrity(void *p)
     }
     c->rc = ((integrity_fn)(uintptr_t)tables[KT_INTEGRITY][1])(q->version, q->seconds, c->out);
     if (guards) {
-        set_fs_word(0x28, stack_guard);
-        set_fs_word(0x30, pointer_guard);
+        thread_set_word(THREAD_STACK_GUARD, stack_guard);
+        thread_set_word(THREAD_POINTER_GUARD, pointer_guard);
         if (random) memcpy(random, random_saved, 16);
     }
 }

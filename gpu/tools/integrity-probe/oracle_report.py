@@ -9,6 +9,8 @@ import os
 import re
 from collections import OrderedDict
 
+from report import read_results  # report.py beside this file: results.tsv, retries folded in
+
 O_ROWS = [
     ("pid-self", "every table at the oracle's address with its words; the oracle has the program's pid "
                  "and answers in a thread at the asking thread's pthread_self()"),
@@ -133,17 +135,6 @@ def readings(runs, xa, xb):
     says.append(pair("p-nopid-1", "p-nopid-2", "Two processes without namespaces (different pids), without "
                                               "randomisation (control)"))
     return says
-
-
-def read_results(work):
-    rows = OrderedDict()
-    path = os.path.join(work, "results.tsv")
-    if os.path.exists(path):
-        for line in open(path, encoding="utf-8", errors="replace"):
-            f = line.rstrip("\n").split("\t")
-            if len(f) >= 7:
-                rows[f[0]] = {"prog": f[1], "spec": f[2], "extra": f[3], "rc": f[4], "verdict": f[5], "wall": f[6]}
-    return rows
 
 
 def main():

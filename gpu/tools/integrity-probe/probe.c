@@ -59,6 +59,7 @@
 #include "known_tables.h"
 #include "pidns.h"
 #include "thread_at.h"
+#include "thread_words.h"
 
 extern char **environ;
 
@@ -212,29 +213,17 @@ static void ask_other_stack(const char *step)
     free(stack);
 }
 
-static uint64_t fs_word(uint64_t offset)
-{
-    uint64_t v;
-    __asm__ volatile("movq %%fs:(%1), %0" : "=r"(v) : "r"(offset));
-    return v;
-}
-
-static void set_fs_word(uint64_t offset, uint64_t v)
-{
-    __asm__ volatile("movq %0, %%fs:(%1)" : : "r"(v), "r"(offset) : "memory");
-}
-
 /* The calls with one word of this thread's descriptor changed (0x28 the stack guard, 0x30
  * the pointer guard), given back after them. */
 static void ask_with_fs_word(const char *step, uint64_t offset)
 {
     uint8_t b[64];
     load();
-    uint64_t old = fs_word(offset);
+    uint64_t old = thread_word(offset);
     printf("changed step=%s what=%%fs:0x%lx\n", step, (unsigned long)offset);
-    set_fs_word(offset, old ^ 0x5a5a5a5a5a5a5a00ull);
+    thread_set_word(offset, old ^ 0x5a5a5a5a5a5a5a00ull);
     call_all(step, b);
-    set_fs_word(offset, old);
+    thread_set_word(offset, old);
 }
 
 static void ask_with_at_random(const char *step)
@@ -431,9 +420,9 @@ int main(int argc, char **argv)
         } else if (strcmp(s, "askctx") == 0) {
             ask_other_stack(step);
         } else if (strcmp(s, "askcanary") == 0) {
-            ask_with_fs_word(step, 0x28);
+            ask_with_fs_word(step, THREAD_STACK_GUARD);
         } else if (strcmp(s, "askguard") == 0) {
-            ask_with_fs_word(step, 0x30);
+            ask_with_fs_word(step, THREAD_POINTER_GUARD);
         } else if (strcmp(s, "askrandom") == 0) {
             ask_with_at_random(step);
         } else if (strcmp(s, "askfork") == 0) {
