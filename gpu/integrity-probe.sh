@@ -14,7 +14,15 @@
 #   M. ivcuda's situation: the integrity check answered by another process holding the
 #      driver (the helper, as ivcuda's server does), with the tables placed at that process's
 #      addresses (the mirror modes), with the helper's words or our own, with the slot-3 call
-#      replayed there; also PyTorch.
+#      replayed there; also PyTorch;
+#   P. what the per-process, per-thread answer (version 13002) depends on: the probe asking
+#      from threads at chosen pthread_self() addresses, on another stack, with the stack
+#      guard, pointer guard or AT_RANDOM bytes changed, from a fork()ed child, and as a
+#      chosen pid in PID namespaces of its own (pidns.h), with and without randomisation;
+#   O. ivcuda's situation with an oracle: the integrity check answered by a process made like
+#      the asking one (the helper's --oracles mode: the asker's pid in a PID namespace of its
+#      own, a thread at the asker's pthread_self(), optionally its guards), the tables at the
+#      oracle's addresses; also PyTorch.
 #
 #   gpu/integrity-probe.sh             on the GPU machine
 #   gpu/integrity-probe.sh --dry-run   anywhere: the same machinery against a mock driver and
@@ -23,6 +31,8 @@
 # Settings (environment; defaults in brackets):
 #   OUT                 results, at most 6 files [./out]: integrity-report.md (read this),
 #                       results.tsv, probe-answers.tsv, facts.txt, steps.log, logs.tar.xz
+#   INTEGRITY_PARTS     which parts run, of B A M T (PyTorch) P O [B A M T]; P and O write
+#                       oracle-report.md (read this), the others integrity-report.md
 #   TOTAL_BUDGET_S      no run starts after it [200]
 #   PAR                 programs at once [6]
 #   INTEGRITY_APPS      prebuilt app13s/app13d/app11s [.carry/integrity]; missing ones are
@@ -42,6 +52,8 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 WORK=${INTEGRITY_WORK_DIR:-/tmp/ivcuda-integrity}
 BUDGET_S=${TOTAL_BUDGET_S:-200}
+PARTS=" ${INTEGRITY_PARTS:-B A M T} "
+has_part() { [[ "$PARTS" == *" $1 "* ]]; }
 PAR=${PAR:-6}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 APPS_GIVEN=${INTEGRITY_APPS:-$REPO/.carry/integrity}
@@ -96,6 +108,8 @@ if [ "$DRY_RUN" = 1 ]; then
         exit 1
     fi
     CUDA_TRACE_REAL=$WORK/mock/libcuda.so.1
+    # the mock's answer covers the pid and the thread too (mock_integrity.h) for parts P and O
+    if has_part P || has_part O; then export MOCK_INTEGRITY_PROCESS=1; fi
     APP[mock]=$WORK/mock/mock_app
     APP_LIBS[mock]=$WORK/mock
     APP_ORDER=(mock)
@@ -185,6 +199,7 @@ run_app() {
     case "$rc" in
         0) verdict=pass ;;
         97) verdict="void (mirror collision)" ;;
+        96) verdict="no oracle: $(grep -m1 'no oracle' "$dir/err" | sed 's/.*no oracle from [^:]*: //' | cut -c1-120)" ;;
         124 | 137) verdict="timeout" ;;
         *)
             code=$(grep -m1 -oE 'cudaGetDeviceCount rc=[0-9]+' "$dir/out" | cut -d= -f2)
@@ -211,14 +226,18 @@ run_probe() { # run_probe <name> [VAR=value...] -- <probe arguments...>
     echo "exit $?" >>"$WORK/probe/$name.out"
 }
 
-# start_helper <name>: a helper process; its socket is $WORK/helpers/<name>.sock
+# start_helper <name> [--oracles]: a helper process (with --oracles an oracle helper, whose
+# oracles describe their tables in <socket>.<pid>.tables); its socket is
+# $WORK/helpers/<name>.sock; ready when <socket>.tables (oracles: <socket>.ready) appears
 start_helper() {
-    local name=$1 sock=$WORK/helpers/$1.sock
-    "$HELPER" "$CUDA_TRACE_REAL" "$sock" >"$WORK/helpers/$name.log" 2>&1 &
+    local name=$1 mode=${2:-} sock=$WORK/helpers/$1.sock ready
+    ready=$sock.tables
+    [ "$mode" = --oracles ] && ready=$sock.ready
+    "$HELPER" $mode "$CUDA_TRACE_REAL" "$sock" >"$WORK/helpers/$name.log" 2>&1 &
     HELPER_PIDS+=($!)
     disown # not one of the runs `wait` waits for
     for _ in $(seq 1 100); do
-        [ -f "$sock.tables" ] && return 0
+        [ -f "$ready" ] && return 0
         kill -0 "${HELPER_PIDS[-1]}" 2>/dev/null || break
         sleep 0.1
     done
@@ -235,6 +254,7 @@ declare -A WORDS=([f8cff951]="1 2" [6bd5fb6c]="$(seq -s' ' 1 12)" [a094798c]="$(
 # ---- B. the driver's answers --------------------------------------------------------------
 
 T=$(date +%s)
+if has_part B; then
 log "B: the integrity slot called directly (time $T)"
 PAD=$(printf '%4000s' '' | tr ' ' x)
 run_probe noaslr-1 -- --no-aslr --ts "$T" load init tables ask
@@ -257,9 +277,11 @@ spawn run_probe noaslr-novisible CUDA_VISIBLE_DEVICES= -- --no-aslr --ts "$T" lo
 spawn run_probe versions -- --ts "$T" --versions 11080,11081,11082,12000,12080,12090,13000,13001,13002,13003,13010,1,99999 load init ask
 spawn run_probe times -- --ts-list "0,1,$T,$((T + 1)),$((T + 86400)),4294967296" load init ask
 wait
+fi
 
 # ---- A. cudart's side ----------------------------------------------------------------------
 
+if has_part A; then
 log "A: tables handed out in different ways"
 for p in "${APP_ORDER[@]}"; do
     spawn run_app "$p.native" "$p" native
@@ -286,9 +308,11 @@ for m in inplace anon; do
     done
     wait
 done
+fi
 
 # ---- M. the integrity check answered by another process -------------------------------------
 
+if has_part M; then
 log "M: the helper answers the integrity check"
 NEEDED=()
 for u in "${TABLES7[@]}"; do [[ "$(verdict_of "$PRIMARY.only-shallow-$u")" == pass ]] || NEEDED+=("$u"); done
@@ -322,10 +346,13 @@ if start_helper h1 && start_helper o1; then
         wait
     fi
 fi
+fi
 
 # ---- PyTorch --------------------------------------------------------------------------------
 
-if [ "$DRY_RUN" = 0 ] && "$PYTHON" -c 'import torch' 2>/dev/null; then
+TORCH=0
+if [ "$DRY_RUN" = 0 ] && { has_part T || has_part O; } && "$PYTHON" -c 'import torch' 2>/dev/null; then
+    TORCH=1
     cat >"$WORK/torch_probe.py" <<'EOF'
 import sys
 import torch
@@ -343,9 +370,12 @@ print("matmul", float(b.abs().sum()) > 0, "conv", tuple(y.shape))
 print("RESULT ok")
 EOF
     APP[torch]=torch
+fi
+if [ "$TORCH" = 1 ] && has_part T; then
     log "PyTorch"
     h=$WORK/helpers/h1.sock
     [ -S "$WORK/helpers/h2.sock" ] && h=$WORK/helpers/h2.sock
+    PAR_SAVED=$PAR
     PAR=3
     spawn run_app torch.native torch native
     spawn run_app torch.real torch "*:real"
@@ -356,6 +386,63 @@ EOF
         spawn run_app torch.remote-deep torch "*:deep" CUDA_TRACE_REMOTE="$h"
     fi
     wait
+    PAR=$PAR_SAVED
+fi
+
+# ---- P. what the 13002 answer depends on ----------------------------------------------------
+# Two thread places free in every process: far below where the kernel puts mappings and
+# above the heap
+XA=3e5a00100000
+XB=3e5a00300000
+if has_part P; then
+    log "P: what the per-process answer depends on (time $T)"
+    spawn run_probe p-same -- --ts "$T" load init tables ask askseq "askat:$XA" "askat:$XA" "askat2:$XA" "askat:$XB" askctx \
+        askcanary askrandom ask
+    # alone: a changed pointer guard or a child of a process with the driver may not survive
+    spawn run_probe p-guard -- --ts "$T" load init tables ask askguard ask
+    spawn run_probe p-fork -- --ts "$T" load init tables ask askfork
+    for r in a1:4242:--no-aslr a2:4242:--no-aslr b:4243:--no-aslr aslr1:4242: aslr2:4242:; do
+        IFS=: read -r n pid flag <<<"$r"
+        spawn run_probe "p-pid-$n" -- $flag --pid "$pid" --ts "$T" load init tables ask "askat:$XA"
+    done
+    spawn run_probe p-nopid-1 -- --no-aslr --ts "$T" load init tables ask "askat:$XA"
+    spawn run_probe p-nopid-2 -- --no-aslr --ts "$T" load init tables ask "askat:$XA"
+    wait
+fi
+
+# ---- O. the integrity check answered by an oracle ------------------------------------------
+# the tables whose lone copy failed (part A of device run 2): 6bd5fb6c by its address only
+# (stubs in place passed), d4082055 with its slot-1 function where the oracle has it
+MIN_SPEC=${INTEGRITY_MIN_SPEC:-'*:deep,6bd5fb6c:mirror,d4082055:mirror-exact'}
+[ "$DRY_RUN" = 1 ] && MIN_SPEC='*:deep,6bd5fb6c:mirror,c693336e:mirror,263e8860:mirror,d4082055:mirror-exact'
+if has_part O && start_helper or1 --oracles; then
+    log "O: oracles answer the integrity check"
+    osock=$WORK/helpers/or1.sock
+    oracle_run() { # oracle_run <program> <name> <tables> <flags>
+        spawn run_app "$1.oracle-$2" "$1" "$3" CUDA_TRACE_ORACLE="$osock" CUDA_TRACE_ORACLE_FLAGS="$4"
+    }
+    for p in "${APP_ORDER[@]}"; do
+        oracle_run "$p" pid-self "*:mirror-exact" pid,self
+        oracle_run "$p" min "$MIN_SPEC" pid,self
+        oracle_run "$p" all "*:mirror-exact" pid,self,guards
+        if [ "$p" = "$PRIMARY" ]; then
+            oracle_run "$p" min-all "$MIN_SPEC" pid,self,guards
+            oracle_run "$p" pid "*:mirror-exact" pid
+            oracle_run "$p" self "*:mirror-exact" self
+            oracle_run "$p" none "*:mirror-exact" none
+            oracle_run "$p" deep "*:deep" pid,self,guards
+        fi
+    done
+    wait
+    if [ "$TORCH" = 1 ]; then
+        PAR_SAVED=$PAR
+        PAR=3
+        oracle_run torch pid-self "*:mirror-exact" pid,self
+        oracle_run torch min "$MIN_SPEC" pid,self
+        oracle_run torch all "*:mirror-exact" pid,self,guards
+        wait
+        PAR=$PAR_SAVED
+    fi
 fi
 stop_helpers
 
@@ -365,10 +452,16 @@ log "report"
 cp "$WORK/results.tsv" "$OUT/results.tsv"
 PYTHON_PLAIN=python3
 command -v python3 >/dev/null 2>&1 || PYTHON_PLAIN=$PYTHON
-"$PYTHON_PLAIN" "$TOOLS/report.py" --work "$WORK" --facts "$OUT/facts.txt" --primary "$PRIMARY" \
-    --report "$OUT/integrity-report.md" --answers "$OUT/probe-answers.tsv" 2>>"$STEPS" ||
-    log "report.py failed"
+if has_part B || has_part A || has_part M || has_part T; then
+    "$PYTHON_PLAIN" "$TOOLS/report.py" --work "$WORK" --facts "$OUT/facts.txt" --primary "$PRIMARY" \
+        --report "$OUT/integrity-report.md" --answers "$OUT/probe-answers.tsv" 2>>"$STEPS" ||
+        log "report.py failed"
+fi
+if has_part P || has_part O; then
+    "$PYTHON_PLAIN" "$TOOLS/oracle_report.py" --work "$WORK" --facts "$OUT/facts.txt" --primary "$PRIMARY" \
+        --xa "$XA" --xb "$XB" --report "$OUT/oracle-report.md" 2>>"$STEPS" || log "oracle_report.py failed"
+fi
 packed=(runs probe helpers results.tsv build-cuda-trace.log build-tools.log)
 [ -f "$WORK/build-apps.log" ] && packed+=(build-apps.log)
-tar -C "$WORK" -cJf "$OUT/logs.tar.xz" "${packed[@]}" 2>>"$STEPS" || log "packing the logs failed"
-log "done in $(($(date +%s) - START_S)) s: $OUT/integrity-report.md"
+tar -C "$WORK" -cJf "$OUT/logs.tar.xz" --exclude='*.sock' "${packed[@]}" 2>>"$STEPS" || log "packing the logs failed"
+log "done in $(($(date +%s) - START_S)) s: $(ls "$OUT"/*report.md 2>/dev/null | tr '\n' ' ')"

@@ -9,23 +9,34 @@
  * read at the shim's start, and every page a mirror table or (mirror-exact) a trampoline at
  * one of the helper's function addresses needs is mapped then, before this process's driver
  * is loaded. A page already taken is a collision: the run is void, the shim says so and
- * exits with status 97. */
+ * exits with status 97.
+ *
+ * With CUDA_TRACE_ORACLE=<socket> of an oracle helper (helper --oracles), the shim asks at
+ * its start for an oracle of its own (REMOTE_OPEN: this process's pid, the ORACLE_* flags
+ * of CUDA_TRACE_ORACLE_FLAGS), waits until it is ready, places the mirror tables where the
+ * oracle has them (<socket>.<pid>.tables) and asks the integrity check of it, saying which
+ * thread asks (pid, thread id, pthread_self(), the guards). No oracle: the shim says why and
+ * exits with status 96. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "remote_proto.h"
+#include "thread_words.h"
 #include "trace.h"
 
 #define CUDA_ERROR_UNKNOWN 999
 #define COLLISION_EXIT 97
+#define NO_ORACLE_EXIT 96
 #define MAX_MIRROR 32
 
 static const uint8_t INTEGRITY_UUID[16] = { 0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b,
@@ -37,7 +48,8 @@ static pthread_mutex_t remote_lock = PTHREAD_MUTEX_INITIALIZER;
 static int remote_fd = -1;
 static pid_t remote_fd_pid;
 
-/* One exchange with the helper; a forked child opens its own connection. */
+/* One exchange with the helper; a forked child opens its own connection (but for an oracle,
+ * which is its parent's: the child has none). */
 static int exchange(const struct remote_request *q, struct remote_reply *r)
 {
     int ok = -1;
@@ -46,7 +58,9 @@ static int exchange(const struct remote_request *q, struct remote_reply *r)
         close(remote_fd);
         remote_fd = -1;
     }
-    if (remote_fd < 0) {
+    if (remote_fd < 0 && trace_cfg.oracle) {
+        trace_logf("RX", "oracle=none (a child of the process the oracle was started for)");
+    } else if (remote_fd < 0) {
         struct sockaddr_un a = { .sun_family = AF_UNIX };
         snprintf(a.sun_path, sizeof a.sun_path, "%s", trace_cfg.remote);
         int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -65,9 +79,22 @@ static int exchange(const struct remote_request *q, struct remote_reply *r)
     return ok;
 }
 
+/* Who asks: this process and thread, as an oracle may take them on. */
+static void fill_asker(struct remote_request *q)
+{
+    q->pid = (uint32_t)getpid();
+    q->tid = (uint32_t)syscall(SYS_gettid);
+    q->self = (uint64_t)(uintptr_t)pthread_self();
+    q->stack_guard = thread_word(THREAD_STACK_GUARD);
+    q->pointer_guard = thread_word(THREAD_POINTER_GUARD);
+    const uint8_t *random = (const uint8_t *)(uintptr_t)getauxval(AT_RANDOM);
+    if (random) memcpy(q->at_random, random, 16);
+}
+
 static int remote_integrity(unsigned version, uint64_t seconds, uint8_t *answer)
 {
     struct remote_request q = { .magic = REMOTE_MAGIC, .op = REMOTE_INTEGRITY, .version = version, .seconds = seconds };
+    fill_asker(&q);
     struct remote_reply r;
     if (exchange(&q, &r) != 0) {
         trace_logf("RI", "version=%u seconds=%lu helper=unreachable", version, (unsigned long)seconds);
@@ -76,8 +103,8 @@ static int remote_integrity(unsigned version, uint64_t seconds, uint8_t *answer)
     if (answer && r.rc == 0) memcpy(answer, r.answer, 16);
     struct trace_line l;
     trace_line_start(&l, "RI");
-    trace_line_add(&l, " version=%u seconds=%lu helper=%u rc=%d overrun=%u answer=", version, (unsigned long)seconds,
-                   r.helper_pid, r.rc, r.overrun);
+    trace_line_add(&l, " version=%u seconds=%lu helper=%u rc=%d overrun=%u tid=%u self=%lx answer=", version,
+                   (unsigned long)seconds, r.helper_pid, r.rc, r.overrun, q.tid, (unsigned long)q.self);
     trace_line_hex(&l, r.answer, 16);
     trace_line_end(&l);
     return r.rc;
@@ -196,14 +223,63 @@ void trace_mirror_check(const struct mirror_table *m, int exact)
     }
 }
 
+unsigned trace_oracle_flags(const char *text)
+{
+    unsigned flags = 0;
+    if (!text) return 0;
+    if (strstr(text, "pid")) flags |= ORACLE_PID;
+    if (strstr(text, "self")) flags |= ORACLE_SELF;
+    if (strstr(text, "guards")) flags |= ORACLE_GUARDS;
+    return flags;
+}
+
+static void no_oracle(const char *why)
+{
+    trace_logf("H", "oracle=none why=%s", why);
+    fprintf(stderr, "cuda-trace: no oracle from %s: %s\n", trace_cfg.oracle, why);
+    _exit(NO_ORACLE_EXIT);
+}
+
+/* An oracle for this process: asked for now, ready when it answers (its driver loaded, its
+ * tables described). The connection stays this process's way to it. */
+static void open_oracle(void)
+{
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", trace_cfg.oracle);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) no_oracle(strerror(errno));
+    struct remote_request q = { .magic = REMOTE_MAGIC, .op = REMOTE_OPEN, .flags = trace_cfg.oracle_flags };
+    fill_asker(&q);
+    struct remote_reply r;
+    ssize_t n = -1;
+    if (send(fd, &q, sizeof q, MSG_NOSIGNAL) == (ssize_t)sizeof q) n = recv(fd, &r, sizeof r, 0);
+    if (n == 0) no_oracle("the oracle ended before it was ready (its reasons are in the helper's log)");
+    if (n != (ssize_t)sizeof r || r.magic != REMOTE_MAGIC) {
+        char why[96];
+        snprintf(why, sizeof why, "no answer to REMOTE_OPEN (%zd bytes, %s)", n, n < 0 ? strerror(errno) : "-");
+        no_oracle(why);
+    }
+    if (r.rc != 0) {
+        char why[64];
+        snprintf(why, sizeof why, "REMOTE_OPEN answered %d", r.rc);
+        no_oracle(why);
+    }
+    remote_fd = fd;
+    remote_fd_pid = getpid();
+    trace_logf("H", "oracle=%s flags=%u oracle_pid=%u", trace_cfg.oracle, trace_cfg.oracle_flags, r.helper_pid);
+}
+
 /* At the shim's start, before the driver is loaded: every page the mirror tables chosen by
  * CUDA_TRACE_TABLES need, and for mirror-exact the trampolines, written now (they jump to
  * pool stubs whose target is set when the table is handed out). */
 void trace_mirror_init(void)
 {
+    if (trace_cfg.oracle) open_oracle();
     if (!trace_modes_mention_mirror()) return;
     char path[4096];
-    if (trace_cfg.mirror)
+    if (trace_cfg.oracle)
+        snprintf(path, sizeof path, "%s.%d.tables", trace_cfg.oracle, (int)getpid());
+    else if (trace_cfg.mirror)
         snprintf(path, sizeof path, "%s", trace_cfg.mirror);
     else if (trace_cfg.remote)
         snprintf(path, sizeof path, "%s.tables", trace_cfg.remote);

@@ -88,6 +88,10 @@ static void read_settings(void)
     trace_cfg.remote_slot3 = (int)env_u32("CUDA_TRACE_REMOTE_SLOT3", 0, 1);
     const char *mirror = getenv("CUDA_TRACE_MIRROR");
     trace_cfg.mirror = mirror && *mirror ? mirror : NULL;
+    const char *oracle = getenv("CUDA_TRACE_ORACLE");
+    trace_cfg.oracle = oracle && *oracle ? oracle : NULL;
+    trace_cfg.oracle_flags = trace_oracle_flags(getenv("CUDA_TRACE_ORACLE_FLAGS"));
+    if (trace_cfg.oracle) trace_cfg.remote = trace_cfg.oracle; /* the oracle answers the slot */
 }
 
 static int same_file(const char *a, const char *b)
@@ -167,9 +171,10 @@ static void init(void)
                trace_cfg.max_calls, trace_cfg.dump_calls, trace_cfg.slot_calls, trace_cfg.dump_bytes,
                trace_cfg.nosize_words, trace_cfg.copy_tables, trace_cfg.nocopy ? trace_cfg.nocopy : "-",
                trace_cfg.track_returns, trace_cfg.deepbind);
-    trace_logf("H", "experiments tables=%s remote=%s remote_slot3=%d mirror=%s", trace_cfg.tables ? trace_cfg.tables : "-",
-               trace_cfg.remote ? trace_cfg.remote : "-", trace_cfg.remote_slot3,
-               trace_cfg.mirror ? trace_cfg.mirror : "-");
+    trace_logf("H", "experiments tables=%s remote=%s remote_slot3=%d mirror=%s oracle=%s oracle_flags=%u",
+               trace_cfg.tables ? trace_cfg.tables : "-", trace_cfg.remote ? trace_cfg.remote : "-",
+               trace_cfg.remote_slot3, trace_cfg.mirror ? trace_cfg.mirror : "-",
+               trace_cfg.oracle ? trace_cfg.oracle : "-", trace_cfg.oracle_flags);
     initializing = 0;
 }
 

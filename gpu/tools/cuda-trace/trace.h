@@ -73,6 +73,8 @@ struct trace_settings {
     const char *remote;       /* the helper's socket: the integrity check is asked of it */
     int remote_slot3;         /* context checks slot 3 is also replayed in the helper */
     const char *mirror;       /* the helper's table description, for the mirror modes */
+    const char *oracle;       /* an oracle helper's socket: an oracle is started for this process */
+    unsigned oracle_flags;    /* ORACLE_* of remote_proto.h */
 };
 
 /* trace.c */
@@ -160,6 +162,8 @@ struct mirror_table {
     int stub[128];  /* MODE_MIRROR_EXACT: the pool stub the trampoline at words[i] jumps to */
 };
 TRACE_HIDDEN void trace_mirror_init(void);
+/* "pid,self,guards" (CUDA_TRACE_ORACLE_FLAGS) as ORACLE_* bits; unknown words are ignored */
+TRACE_HIDDEN unsigned trace_oracle_flags(const char *text);
 TRACE_HIDDEN struct mirror_table *trace_mirror_find(const uint8_t uuid[16]);
 /* A function to call instead of the driver's for (table, word), or NULL */
 TRACE_HIDDEN void *trace_remote_override(const uint8_t uuid[16], unsigned word, void *original);

@@ -5,7 +5,8 @@
  * for, the calls cudart makes before it (hooks slots 2 and 6, context checks slot 3).
  *
  *   integrity-probe [--real PATH] [--ts SECONDS] [--ts-list S,S..] [--versions V,V..]
- *                   [--no-aslr] STEP...
+ *                   [--no-aslr] [--pid N] STEP...
+ * --pid N: run as process N of a PID namespace of its own (pidns.h; root).
  * Steps, done in order:
  *   premmap:MB   map MB of anonymous memory before the driver is loaded (moves where it goes)
  *   block:ADDR:KB  keep [ADDR, ADDR+KB) mapped (inaccessible), so that a driver that would be
@@ -24,21 +25,43 @@
  *   askheap      output buffer on the heap
  *   askstatic    output buffer in static memory
  *   askthread    from a new thread
- * Output: lines `probe`, `loaded`, `table`, `hooks`, `slot3`, and one `answer` per call:
+ *   askseq       from two new threads, one after the other (glibc gives the second the first's
+ *                stack and descriptor back: same pthread_self(), another thread id)
+ *   askat:ADDR   from a new thread whose pthread_self() is ADDR (hex; thread_at.h)
+ *   askat2:ADDR  the same with a stack twice as large (same pthread_self(), another stack block)
+ *   askctx       from this thread, on another stack (swapcontext)
+ *   askcanary    with this thread's stack guard (%fs:0x28) changed for the calls
+ *   askguard     with this thread's pointer guard (%fs:0x30) changed for the calls
+ *   askrandom    with the 16 AT_RANDOM bytes of the process changed for the calls
+ *   askfork      from a child made by fork() (another pid, the same memory)
+ * Output: lines `probe`, `loaded`, `table`, `hooks`, `slot3`, `thread` (who asks, before each
+ * step's answers: pid, thread id, pthread_self()), and one `answer` per call:
  *   answer step=<n>:<name> v=<version> ts=<seconds> rc=<CUresult> out=<16 bytes hex> overrun=<bytes>
- * (overrun: bytes past the 16th the driver changed in a 64-byte buffer). */
+ * (overrun: bytes past the 16th the driver changed in a 64-byte buffer).
+ * Built without stack protection (Makefile): askcanary changes the guard while this file's
+ * frames are live, and only frames that are entered and left under one guard may check it. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/personality.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "known_tables.h"
+#include "pidns.h"
+#include "thread_at.h"
+#include "thread_words.h"
+
+extern char **environ;
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -98,6 +121,8 @@ static void ask_table(size_t t)
 static void call_all(const char *step, uint8_t *b)
 {
     load();
+    printf("thread step=%s pid=%d tid=%ld self=%lx\n", step, (int)getpid(), (long)syscall(SYS_gettid),
+           (unsigned long)(uintptr_t)pthread_self());
     ask_table(KT_INTEGRITY);
     if (!tables[KT_INTEGRITY]) {
         printf("answer step=%s v=0 ts=0 rc=notable out=- overrun=0\n", step);
@@ -142,6 +167,98 @@ static void *thread_main(void *step)
 {
     site_a(step);
     return NULL;
+}
+
+static void site_a_void(void *step) { site_a(step); }
+
+/* Two new threads, the second after the first has gone. */
+static void ask_sequence(const char *step)
+{
+    static char names[2][80];
+    for (int i = 0; i < 2; i++) {
+        pthread_t th;
+        snprintf(names[i], sizeof names[i], "%s-%d", step, i + 1);
+        if (pthread_create(&th, NULL, thread_main, names[i]) == 0) pthread_join(th, NULL);
+    }
+}
+
+static void ask_at(const char *step, const char *addr, uint64_t stack_bytes)
+{
+    char err[200];
+    uint64_t self = strtoull(addr, NULL, 16);
+    load();
+    if (thread_at_run_sized(self, stack_bytes, site_a_void, (void *)step, err, sizeof err) != 0)
+        printf("thread step=%s error=%s\n", step, err);
+}
+
+static ucontext_t ctx_main, ctx_other;
+static const char *ctx_step;
+static void ctx_entry(void) { site_a(ctx_step); }
+
+static void ask_other_stack(const char *step)
+{
+    size_t bytes = 512 * 1024;
+    void *stack = malloc(bytes);
+    load();
+    if (!stack || getcontext(&ctx_other) != 0) return;
+    ctx_other.uc_stack.ss_sp = stack;
+    ctx_other.uc_stack.ss_size = bytes;
+    ctx_other.uc_link = &ctx_main;
+    ctx_step = step;
+    makecontext(&ctx_other, ctx_entry, 0);
+    int local;
+    printf("stack step=%s main=%lx other=%lx\n", step, (unsigned long)(uintptr_t)&local,
+           (unsigned long)(uintptr_t)stack);
+    swapcontext(&ctx_main, &ctx_other);
+    free(stack);
+}
+
+/* The calls with one word of this thread's descriptor changed (0x28 the stack guard, 0x30
+ * the pointer guard), given back after them. */
+static void ask_with_fs_word(const char *step, uint64_t offset)
+{
+    uint8_t b[64];
+    load();
+    uint64_t old = thread_word(offset);
+    printf("changed step=%s what=%%fs:0x%lx\n", step, (unsigned long)offset);
+    thread_set_word(offset, old ^ 0x5a5a5a5a5a5a5a00ull);
+    call_all(step, b);
+    thread_set_word(offset, old);
+}
+
+static void ask_with_at_random(const char *step)
+{
+    uint8_t b[64], saved[16];
+    uint8_t *r = (uint8_t *)(uintptr_t)getauxval(AT_RANDOM);
+    load();
+    if (!r) {
+        printf("changed step=%s what=AT_RANDOM error=none\n", step);
+        return;
+    }
+    memcpy(saved, r, 16);
+    for (int i = 0; i < 16; i++) r[i] ^= 0xa5;
+    printf("changed step=%s what=AT_RANDOM\n", step);
+    call_all(step, b);
+    memcpy(r, saved, 16);
+}
+
+static void ask_from_child(const char *step)
+{
+    char name[80];
+    snprintf(name, sizeof name, "%s-child", step);
+    load();
+    fflush(stdout);
+    pid_t c = fork();
+    if (c == 0) {
+        uint8_t b[64];
+        alarm(10); /* a driver lock held by a thread the child does not have: no hang */
+        call_all(name, b);
+        fflush(stdout);
+        _exit(0);
+    }
+    int status = 0;
+    if (c > 0) waitpid(c, &status, 0);
+    printf("fork step=%s child=%d status=%d\n", step, (int)c, status);
 }
 
 static void hooks(void)
@@ -200,11 +317,14 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     int a = 1, no_aslr = 0;
+    long want_pid = 0;
     times[0] = (uint64_t)time(NULL);
     time_count = 1;
     for (; a < argc && strncmp(argv[a], "--", 2) == 0; a++) {
         if (strcmp(argv[a], "--no-aslr") == 0) {
             no_aslr = 1;
+        } else if (a + 1 < argc && strcmp(argv[a], "--pid") == 0) {
+            want_pid = strtol(argv[++a], NULL, 10);
         } else if (a + 1 < argc && strcmp(argv[a], "--real") == 0) {
             real_path = argv[++a];
         } else if (a + 1 < argc && strcmp(argv[a], "--ts") == 0) {
@@ -226,6 +346,20 @@ int main(int argc, char **argv)
         setenv("INTEGRITY_PROBE_REEXEC", "1", 1);
         if (personality((unsigned long)persona | ADDR_NO_RANDOMIZE) != -1) execv("/proc/self/exe", argv);
         printf("probe aslr=cannot-disable\n");
+    }
+    /* the same program again, as process want_pid of a namespace of its own */
+    if (want_pid > 0 && !getenv("INTEGRITY_PROBE_NS")) {
+        setenv("INTEGRITY_PROBE_NS", "1", 1);
+        fflush(stdout);
+        pid_t init = pidns_spawn((pid_t)want_pid, "/proc/self/exe", argv, environ);
+        if (init < 0) {
+            printf("probe pidns=failed pid=%ld reason=%s\n", want_pid, strerror(errno));
+            return 3;
+        }
+        int status = 0;
+        while (waitpid(init, &status, 0) < 0 && errno == EINTR) {
+        }
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
     persona = personality(0xffffffff);
     int local;
@@ -276,6 +410,23 @@ int main(int argc, char **argv)
             pthread_t th;
             load();
             if (pthread_create(&th, NULL, thread_main, step) == 0) pthread_join(th, NULL);
+        } else if (strcmp(s, "askseq") == 0) {
+            load();
+            ask_sequence(step);
+        } else if (strncmp(s, "askat:", 6) == 0) {
+            ask_at(step, s + 6, THREAD_AT_STACK_BYTES);
+        } else if (strncmp(s, "askat2:", 7) == 0) {
+            ask_at(step, s + 7, 2 * THREAD_AT_STACK_BYTES);
+        } else if (strcmp(s, "askctx") == 0) {
+            ask_other_stack(step);
+        } else if (strcmp(s, "askcanary") == 0) {
+            ask_with_fs_word(step, THREAD_STACK_GUARD);
+        } else if (strcmp(s, "askguard") == 0) {
+            ask_with_fs_word(step, THREAD_POINTER_GUARD);
+        } else if (strcmp(s, "askrandom") == 0) {
+            ask_with_at_random(step);
+        } else if (strcmp(s, "askfork") == 0) {
+            ask_from_child(step);
         } else {
             fprintf(stderr, "integrity-probe: unknown step %s\n", s);
             return 2;

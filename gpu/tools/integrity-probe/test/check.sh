@@ -56,5 +56,24 @@ fi
 expect "report written, with its sections" grep -q '^## M. The integrity check answered by another process' \
     "$work/out/integrity-report.md"
 expect "at most 8 result files" test "$(find "$work/out" -type f | wc -l)" -le 8
+
+# parts P and O against the mock whose answer also covers the pid and pthread_self()
+# (MOCK_INTEGRITY_PROCESS): only an oracle with both, and the tables at its addresses, passes
+po=$dest/dry-run-po
+rm -rf "$po"
+OUT=$po/out INTEGRITY_WORK_DIR=$po/work INTEGRITY_PARTS="P O" PAR=4 "$repo/gpu/integrity-probe.sh" --dry-run \
+    >"$po.log" 2>&1 || { cat "$po.log"; echo "integrity-probe check: the P/O dry run failed"; exit 1; }
+results=$po/out/results.tsv
+for r in oracle-pid-self oracle-min oracle-all oracle-min-all; do expect_run "$r" pass; done
+for r in oracle-pid oracle-self oracle-none oracle-deep; do expect_run "$r" "fail 103"; done
+report=$po/out/oracle-report.md
+expect "P: two processes with pid 4242, no randomisation, agree" \
+    grep -q 'Two processes with pid 4242 (PID namespaces of their own), without randomisation .*main threads. answers equal; threads at 3e5a00100000: equal' "$report"
+expect "P: pids 4242 and 4243 differ" grep -q 'pid 4242 and pid 4243.*answers different; threads at 3e5a00100000: different' "$report"
+expect "P: threads at one pthread_self agree, at two differ" \
+    grep -q 'twice: answers equal; at 3e5a00100000 and at 3e5a00300000: different' "$report"
+expect "P: a fork()ed child answers otherwise (another pid)" grep -q 'fork().*different to the parent' "$report"
+expect "P: another stack block at the same pthread_self answers the same (the mock ignores stacks)" \
+    grep -q 'stack twice as large.*: equal to the thread' "$report"
 if [ "$failures" = 0 ]; then echo "integrity-probe check: PASSED"; else echo "integrity-probe check: $failures FAILED"; fi
 [ "$failures" = 0 ]

@@ -3,6 +3,7 @@
  * and context checks slot 3 as cudart does, and checks the integrity answers against the
  * MOCK computation (mock_integrity.h) from the table addresses it was given. Prints what
  * gpu/tools/integrity-probe/app.cu prints; exit status 0, or 2 when the check failed. */
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 /* A stand-in for NVIDIA's libcuda.so.1 (same SONAME) with cudart's seven export tables, for
  * testing gpu/integrity-probe.sh's machinery without a GPU: its integrity check is the MOCK
  * of mock_integrity.h, computed from where this process's tables are. */
+#define _GNU_SOURCE
 #include <stdint.h>
 #include <string.h>
 

@@ -1,13 +1,18 @@
 /* A MOCK of the integrity check, for testing the experiment's plumbing without a GPU: what
  * mock_driver.c answers and mock_app.c (playing cudart) expects. It is a hypothesis made
  * up for the test — the answer to versions ending in 2 covers the time and the ADDRESSES of
- * four tables, the others only the version — so that each experiment mode has a known
- * outcome here; it says nothing about NVIDIA's check, which gpu/integrity-probe.sh measures. */
+ * four tables, the others only the version; with MOCK_INTEGRITY_PROCESS set also the
+ * process id and the calling thread's pthread_self(), as the first GPU runs suggest for
+ * NVIDIA's — so that each experiment mode has a known outcome here; it says nothing about
+ * NVIDIA's check, which gpu/integrity-probe.sh measures. */
 #ifndef MOCK_INTEGRITY_H
 #define MOCK_INTEGRITY_H
 
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static inline uint64_t mock_fnv(uint64_t h, uint64_t word)
 {
@@ -23,6 +28,10 @@ static inline void mock_answer(unsigned version, uint64_t seconds, const uint64_
     if (version % 10 == 2) {
         h = mock_fnv(h, seconds);
         for (int i = 0; i < 4; i++) h = mock_fnv(h, addresses[i]);
+        if (getenv("MOCK_INTEGRITY_PROCESS")) {
+            h = mock_fnv(h, (uint64_t)getpid());
+            h = mock_fnv(h, (uint64_t)(uintptr_t)pthread_self());
+        }
     }
     uint64_t g = mock_fnv(h, 0x5a5a);
     memcpy(out, &h, 8);
