@@ -177,7 +177,7 @@ if [ "$QEMU_OK" = 1 ] && [ "$IMAGE_OK" = 1 ] && [ "$JAVA_OK" = 1 ]; then
             device=(-machine "$machine" -device intel-iommu,intremap=on
                     -chardev "socket,path=$DOORBELL_SOCKET,id=ivcuda"
                     -device "ivshmem-doorbell,chardev=ivcuda,vectors=$DOORBELL_VECTORS")
-            append="console=ttyS0 panic=-1 quiet intel_iommu=on ivcuda.irqd"
+            append="console=ttyS0 panic=-1 quiet intel_iommu=on no_timer_check ivcuda.irqd"
             what="ivshmem-doorbell from the server's socket, vIOMMU"
         else
             device=(-object "memory-backend-file,id=ivcuda,mem-path=$REGION_PATH,size=$REGION_SIZE,share=on"

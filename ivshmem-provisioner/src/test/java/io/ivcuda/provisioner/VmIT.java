@@ -270,7 +270,7 @@ class VmIT {
                 + "<metadata><ivcuda:gpu xmlns:ivcuda='" + GpuElement.NAMESPACE + "' size='64M' mode='" + mode.word() + "'/></metadata>"
                 + "<os><type arch='x86_64' machine='" + (irq ? "q35" : "pc") + "'>hvm</type>"
                 + "<kernel>" + guest.resolve("vmlinuz") + "</kernel><initrd>" + guest.resolve("initramfs.cpio.gz") + "</initrd>"
-                + "<cmdline>console=ttyS0 panic=-1 quiet" + (irq ? " intel_iommu=on ivcuda.irqd" : "") + "</cmdline></os>"
+                + "<cmdline>console=ttyS0 panic=-1 quiet" + (irq ? " intel_iommu=on no_timer_check ivcuda.irqd" : "") + "</cmdline></os>"
                 // without ACPI the guest's power-off only halts (and the vIOMMU is an ACPI table)
                 + "<features><acpi/>" + (irq ? "<ioapic driver='qemu'/>" : "") + "</features>"
                 + "<on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>"
