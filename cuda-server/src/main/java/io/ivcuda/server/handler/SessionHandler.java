@@ -43,7 +43,20 @@ final class SessionHandler implements SessionCalls {
             }
             return CuResult.NOT_INITIALIZED;
         }
-        session.greet();
+        if (!session.greet()) {
+            String message = session.vm.owners().size() >= session.vm.limits().processes()
+                    ? "the server holds limit.processes " + session.vm.limits().processes() + " processes of this VM"
+                    : "this process is being reclaimed (it exited, or was found dead)";
+            session.warn("token", message, CuResult.NOT_INITIALIZED);
+            byte[] b = message.getBytes(StandardCharsets.US_ASCII);
+            int n = Math.min(b.length, r.outbufCapacity() - 1);
+            if (n > 0) {
+                r.buffer().putBytes(r.outbufIndex(), b, 0, n);
+                r.buffer().putByte(r.outbufIndex() + n, (byte) 0);
+                r.outbufLength(n + 1);
+            }
+            return CuResult.NOT_INITIALIZED;
+        }
         LOG.info("channel {} pid {} tid {}: hello from library {}", session.index(), pid, tid, libraryVersion);
         return CuResult.SUCCESS;
     }
