@@ -354,7 +354,7 @@ final class DecoderEmitter {
         }
         // a call that answers a handle is refused before it makes the driver object the limits forbid
         for (Param p : f.responseParams()) {
-            if (p.isHandle()) {
+            if (p.type().wire() == WireKind.HANDLE) {
                 HandleKind k = api.handles().get(p.type().handleKind());
                 s.append("        if (!h.checks.canMint(HandleKinds.").append(JavaNames.constantName(k.name())).append(")) {\n");
                 s.append("            return ").append(refusal(f, "\"" + p.name() + "\", \"the process holds as many handles as the "

@@ -44,6 +44,7 @@ final class ChannelWatcher implements Reclaimer {
     private static final long WATCH_PERIOD_NS = TimeUnit.MILLISECONDS.toNanos(1);
     /** How long a stopping server waits for its workers before it leaves their memory to the process's exit. */
     static final long STOP_WAIT_MS = 10_000;
+    private long stopWaitMs = STOP_WAIT_MS;
     /**
      * The owner word while the server resets a free channel: no guest token (a pid fills at most 22
      * bits of the high half), so a guest's claim (CAS 0 → token) fails meanwhile.
@@ -131,6 +132,11 @@ final class ChannelWatcher implements Reclaimer {
     /** Queues a dead token (its heartbeat stopped) for this thread to reclaim; call {@link #wake()}. */
     void reclaimLater(long token) {
         reclaimsDue.add(token);
+    }
+
+    /** How long {@link #close} waits for the workers (tests shorten it). */
+    void stopWaitMs(long ms) {
+        stopWaitMs = ms;
     }
 
     /** Whether a reclaim of {@code token} is under way. */
@@ -299,7 +305,7 @@ final class ChannelWatcher implements Reclaimer {
     }
 
     /**
-     * Stops watching and every worker, waits up to {@link #STOP_WAIT_MS} for them to leave their
+     * Stops watching and every worker, waits up to {@link #STOP_WAIT_MS} (10 s) for them to leave their
      * channels, and frees what every process still holds. Returns false — and frees nothing — if a
      * worker is still running then (on the GPU: inside a driver call): the region and what the
      * workers use must stay as they are until the process exits.
@@ -312,7 +318,7 @@ final class ChannelWatcher implements Reclaimer {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(STOP_WAIT_MS);
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(stopWaitMs);
         boolean quiet = true;
         synchronized (this) {
             for (ChannelWorker w : workers) {
@@ -324,7 +330,7 @@ final class ChannelWatcher implements Reclaimer {
                 if (w != null && !awaitFinished(w, deadline)) {
                     LOG.warn("channel {}: worker still running {} s after the stop (inside a driver call?): its "
                             + "process's memory and the region stay mapped until this process exits",
-                            w.index(), STOP_WAIT_MS / 1000);
+                            w.index(), stopWaitMs / 1000.0);
                     quiet = false;
                 }
             }

@@ -195,9 +195,14 @@ public final class CudaServer implements AutoCloseable {
                 : new PlainIdle(config.waitSpinUs(), config.waitParkMaxUs(), config.waitIdleParkMs());
     }
 
-    /** Reclaims a token from outside the watcher (tests). */
+    /** Reclaims a token from outside the watcher (tests); the reclaim finishes once its workers left. */
     public void reclaim(long token) {
         watcher.reclaim(token, -1);
+    }
+
+    /** How long {@link #close} waits for busy workers before it leaves the rest to the process's exit (tests). */
+    void stopWaitMs(long ms) {
+        watcher.stopWaitMs(ms);
     }
 
     @Override
