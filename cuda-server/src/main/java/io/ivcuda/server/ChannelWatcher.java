@@ -152,8 +152,10 @@ final class ChannelWatcher implements Reclaimer {
         while (running) {
             for (Long token = reclaimsDue.poll(); token != null && running; token = reclaimsDue.poll()) {
                 if (!reclaiming.containsKey(token)) {
-                    LOG.warn("owner pid {} (token {}): heartbeat stopped for {} ms while the VM's went on: reclaiming",
-                            token >>> 32, Long.toHexString(token), ownerTimeoutMs);
+                    long t = token;
+                    vm.refusals().log(LOG, org.apache.logging.log4j.Level.WARN, "owner heartbeat stopped", () -> "owner pid "
+                            + (t >>> 32) + " (token " + Long.toHexString(t) + "): heartbeat stopped for " + ownerTimeoutMs
+                            + " ms while the VM's went on: reclaiming");
                 }
                 reclaim(token, -1);
             }

@@ -266,8 +266,10 @@ public final class Vm {
         for (int i = 0; i < retains; i++) {
             backend.primaryCtxRelease(gpu.nativeDevice());
         }
-        LOG.info("reclaimed owner pid {} (token {}): {} allocations, {} pool blocks, {} handles, {} primary retains",
-                owner.pid(), Long.toHexString(token), allocations, blocks, entries.size(), retains);
+        int a = allocations;
+        refusals.log(LOG, org.apache.logging.log4j.Level.INFO, "reclaimed", () -> "reclaimed owner pid " + owner.pid()
+                + " (token " + Long.toHexString(token) + "): " + a + " allocations, " + blocks + " pool blocks, "
+                + entries.size() + " handles, " + retains + " primary retains");
     }
 
     /**

@@ -33,7 +33,8 @@ final class SessionHandler implements SessionCalls {
         }
         if (problem != null) {
             String message = problem + " — install matching ivcuda-guest and ivcuda-host";
-            LOG.warn("channel {} pid {} ivc_hello: refused: {} (library {})", session.index(), pid, message, libraryVersion);
+            session.vm.refusals().log(LOG, org.apache.logging.log4j.Level.WARN, "ivc_hello refused", () -> "channel "
+                    + session.index() + " pid " + pid + " ivc_hello: refused: " + message + " (library " + libraryVersion + ")");
             byte[] b = message.getBytes(StandardCharsets.US_ASCII);
             int n = Math.min(b.length, r.outbufCapacity() - 1);
             if (n > 0) {
@@ -57,7 +58,9 @@ final class SessionHandler implements SessionCalls {
             }
             return CuResult.NOT_INITIALIZED;
         }
-        LOG.info("channel {} pid {} tid {}: hello from library {}", session.index(), pid, tid, libraryVersion);
+        // a line per guest thread, and a guest decides how many threads: counted, a few a minute logged
+        session.vm.refusals().log(LOG, org.apache.logging.log4j.Level.INFO, "ivc_hello", () -> "channel "
+                + session.index() + " pid " + pid + " tid " + tid + ": hello from library " + libraryVersion);
         return CuResult.SUCCESS;
     }
 
