@@ -2,8 +2,6 @@ package io.ivcuda.server;
 
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 
 /**
  * Jazzer on the request decoder, the dispatcher's checks, the handlers and the ring and channel
@@ -12,20 +10,7 @@ import org.junit.jupiter.api.BeforeAll;
  * {@code fuzz} execution (JAZZER_FUZZ=1) as a fuzzing run of {@code maxDuration}. The ≥ 10⁷-input
  * run is {@link HostileGuestLongFuzzTest} (docs/benchmarks/fuzzing.md).
  */
-class HostileGuestFuzzTest {
-    static HostileGuestFuzzer fuzzer;
-
-    @BeforeAll
-    static void start() throws Exception {
-        fuzzer = new HostileGuestFuzzer();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        System.out.println("HostileGuestFuzzTest: " + fuzzer.inputs + " inputs, refusals " + fuzzer.server.vm().refusals().counts().size() + " kinds");
-        fuzzer.close();
-    }
-
+class HostileGuestFuzzTest extends FuzzRun {
     @FuzzTest(maxDuration = "60s")
     void hostileGuest(FuzzedDataProvider data) throws Exception {
         fuzzer.run(data);
