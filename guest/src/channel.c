@@ -102,6 +102,9 @@ static CUresult attach_locked(void)
         token = new_token();
     ivc_interrupts_open(&region);
     attached = 1;
+    /* §7: the VM's heartbeat counts this process from now on, channel or not: a process
+     * waiting for a channel is what lets the server find the dead one that holds it */
+    start_heartbeat_locked();
     return CUDA_SUCCESS;
 }
 
@@ -123,23 +126,27 @@ static int at_rest(const struct ivc_channel *ch)
            && ivc_load64(ch->base + IVC_CH_SERVER_CHUNK) == ivc_load64(ch->base + IVC_CH_GUEST_CHUNK);
 }
 
-/* Caller holds state_lock; the channel is ours and at rest. */
+/* Caller holds state_lock; the channel is ours and at rest. Owner token -> 0 only if it is
+ * still ours: the server may have reclaimed it and another process claimed it since. */
 static void give_back_locked(struct ivc_channel *ch)
 {
+    uint64_t expected = ch->token;
     ch->in_use = 0;
-    __atomic_store_n((uint64_t *)(ch->base + IVC_CH_OWNER), 0, __ATOMIC_RELEASE);
+    ch->spare = 0;
+    __atomic_compare_exchange_n((uint64_t *)(ch->base + IVC_CH_OWNER), &expected, 0, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
 }
 
-CUresult ivc_channel_claim(struct ivc_channel **out)
+/* Caller holds state_lock: a free channel at rest, claimed, or NULL. */
+static struct ivc_channel *claim_free_locked(void)
 {
-    pthread_mutex_lock(&state_lock);
-    CUresult r = attach_locked();
-    if (r != CUDA_SUCCESS) {
-        pthread_mutex_unlock(&state_lock);
-        return r;
+    for (uint32_t i = 0; i < region.channel_count; i++) {
+        if (channels[i].in_use && channels[i].spare) {
+            channels[i].spare = 0;
+            return &channels[i];
+        }
     }
-    struct ivc_channel *ch = NULL;
-    for (uint32_t i = 0; i < region.channel_count && ch == NULL; i++) {
+    for (uint32_t i = 0; i < region.channel_count; i++) {
         uint64_t expected = 0;
         if (channels[i].in_use || ivc_load64(channels[i].base + IVC_CH_OWNER) != 0)
             continue;
@@ -149,30 +156,71 @@ CUresult ivc_channel_claim(struct ivc_channel **out)
             continue;
         }
         if (__atomic_compare_exchange_n((uint64_t *)(channels[i].base + IVC_CH_OWNER), &expected, token, 0,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            ch = &channels[i];
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            struct ivc_channel *ch = &channels[i];
+            ch->in_use = 1;
+            ch->broken = 0;
+            ch->token = token;
+            /* §3: counters continue from the values the channel carries. */
+            ch->seq = ivc_load64(ch->base + IVC_CH_REQ_SEQ);
+            ch->ring_tail = ivc_load64(ch->base + IVC_CH_RING_TAIL);
+            ch->ring_head_seen = ivc_load64(ch->base + IVC_CH_RING_HEAD);
+            ch->chunk = ivc_load64(ch->base + IVC_CH_GUEST_CHUNK);
+            ivc_store32(ch->base + IVC_CH_OWNER_PID, (uint32_t)getpid());
+            ivc_store64(ch->base + IVC_CH_OWNER_HEARTBEAT, process_heartbeat);
+            return ch;
+        }
     }
-    if (ch == NULL) {
+    return NULL;
+}
+
+CUresult ivc_channel_claim(struct ivc_channel **out)
+{
+    uint64_t deadline = 0;
+    for (;;) {
+        pthread_mutex_lock(&state_lock);
+        CUresult r = attach_locked();
+        if (r != CUDA_SUCCESS) {
+            pthread_mutex_unlock(&state_lock);
+            return r;
+        }
+        struct ivc_channel *ch = claim_free_locked();
+        if (ch != NULL) {
+            ivc_store32(ch->base + IVC_CH_OWNER_TID, (uint32_t)gettid());
+            pthread_mutex_unlock(&state_lock);
+            *out = ch;
+            return CUDA_SUCCESS;
+        }
+        uint64_t now = ivc_now_ns();
+        if (deadline == 0) {
+            /* a dead process's channels come back within owner_timeout_ms: wait that long */
+            uint32_t timeout_ms = ivc_load32(region.base + IVC_HDR_OWNER_TIMEOUT_MS);
+            deadline = now + ((uint64_t)(timeout_ms < 600000 ? timeout_ms : 600000) + 2000) * 1000000;
+            ivc_trace("all %u channels are in use; waiting up to %u ms for one", region.channel_count,
+                      timeout_ms + 2000);
+        }
         pthread_mutex_unlock(&state_lock);
-        ivc_log("region %s: all %u channels are in use; raise channel.count on the host", region.path,
-                region.channel_count);
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        if (now >= deadline) {
+            ivc_log("region %s: all %u channels are in use; raise channel.count on the host", region.path,
+                    region.channel_count);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        struct timespec t = {0, 10000000L};
+        nanosleep(&t, NULL);
     }
-    ch->in_use = 1;
-    ch->broken = 0;
-    ch->token = token;
-    /* §3: counters continue from the values the channel carries. */
-    ch->seq = ivc_load64(ch->base + IVC_CH_REQ_SEQ);
-    ch->ring_tail = ivc_load64(ch->base + IVC_CH_RING_TAIL);
-    ch->ring_head_seen = ivc_load64(ch->base + IVC_CH_RING_HEAD);
-    ch->chunk = ivc_load64(ch->base + IVC_CH_GUEST_CHUNK);
-    ivc_store32(ch->base + IVC_CH_OWNER_PID, (uint32_t)getpid());
-    ivc_store32(ch->base + IVC_CH_OWNER_TID, (uint32_t)gettid());
-    ivc_store64(ch->base + IVC_CH_OWNER_HEARTBEAT, process_heartbeat);
-    start_heartbeat_locked();
+}
+
+int ivc_channel_keep_if_last(struct ivc_channel *ch)
+{
+    pthread_mutex_lock(&state_lock);
+    int others = 0;
+    for (uint32_t i = 0; attached && i < region.channel_count; i++)
+        others += channels[i].in_use && &channels[i] != ch;
+    int keep = ch->in_use && others == 0;
+    if (keep)
+        ch->spare = 1;
     pthread_mutex_unlock(&state_lock);
-    *out = ch;
-    return CUDA_SUCCESS;
+    return keep;
 }
 
 /* A channel with a request still unanswered (its server stopped answering) stays this
@@ -220,7 +268,7 @@ void ivc_channel_forget_process(void)
         token = new_token();
     if (channels != NULL)
         for (uint32_t i = 0; i < region.channel_count; i++)
-            channels[i].in_use = 0;
+            channels[i].in_use = channels[i].spare = 0;
 }
 
 /* ---- the pool and the copy limits ---------------------------------------------------- */

@@ -26,6 +26,7 @@ struct ivc_channel {
     uint64_t chunk;          /* guest_chunk */
     int broken;              /* the server stopped answering on it: every call fails */
     int in_use;
+    int spare;               /* kept by the process after its thread exited (its liveness, §7) */
 };
 
 /* The attached region (mapped and validated on first use), or NULL when attaching failed
@@ -39,9 +40,16 @@ static inline CUresult ivc_need_region(void)
     return ivc_region(&r) != NULL ? CUDA_SUCCESS : r;
 }
 
-/* Claims a free channel at rest (attaching first) and starts the heartbeat: the caller
- * says hello on it next. CUDA_ERROR_OUT_OF_MEMORY when every channel is taken. */
+/* Claims a channel for the calling thread: the process's spare one, else a free channel at
+ * rest (attaching first, which starts the heartbeat). When every channel is taken it waits
+ * up to the header's owner_timeout_ms and 2 s more for one to come free (the server
+ * reclaims a dead process's channels in that time), then answers CUDA_ERROR_OUT_OF_MEMORY.
+ * The caller says hello on it next. */
 CUresult ivc_channel_claim(struct ivc_channel **out);
+/* At thread exit, after the goodbye: keeps the channel as the process's spare if it is the
+ * last one the process holds, so the process stays visible to the server's liveness check
+ * while it holds server-side state (§7). Returns 1 if kept. */
+int ivc_channel_keep_if_last(struct ivc_channel *channel);
 /* Gives the channel back if it is at rest; one with a request still unanswered stays
  * this process's until the server reclaims it (§3, §7). */
 void ivc_channel_release(struct ivc_channel *channel);

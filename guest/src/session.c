@@ -84,6 +84,9 @@ static void thread_exit(void *value)
         return;
     if (!ch->broken)
         notice(ch, IVC_OP_ivc_goodbye, "ivc_goodbye");
+    /* the process's last channel stays its own: the server watches the process through it */
+    if (!ch->broken && ivc_channel_keep_if_last(ch))
+        return;
     ivc_channel_release(ch);
 }
 

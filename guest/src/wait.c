@@ -91,6 +91,10 @@ static CUresult waiter_check(struct waiter *w, struct ivc_channel *ch, const cha
     } else if (epoch != region->epoch) {
         snprintf(detail, sizeof detail, "the server restarted (epoch %u, attached to %u)", epoch, region->epoch);
         why = detail;
+    } else if (ivc_load64(ch->base + IVC_CH_OWNER) != ch->token) {
+        snprintf(detail, sizeof detail, "the server reclaimed the channel from this process (its heartbeat "
+                 "stopped for longer than owner_timeout_ms); its CUDA state is lost");
+        why = detail;
     } else if (now - w->last_beat_at > ivc_server_timeout_ns) {
         snprintf(detail, sizeof detail, "server_heartbeat frozen for %" PRIu64 " ms",
                  (now - w->last_beat_at) / 1000000);

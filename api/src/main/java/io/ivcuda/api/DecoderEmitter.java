@@ -34,6 +34,7 @@ final class DecoderEmitter {
         Map<String, Integer> results = new java.util.LinkedHashMap<>(api.results());
         results.putIfAbsent("CUDA_ERROR_INVALID_VALUE", 1);
         results.putIfAbsent("CUDA_ERROR_NOT_SUPPORTED", 801);
+        results.putIfAbsent("CUDA_ERROR_OUT_OF_MEMORY", 2);
         for (Map.Entry<String, Integer> r : results.entrySet()) {
             s.append("    public static final int ").append(r.getKey()).append(" = ").append(r.getValue()).append(";\n");
         }
@@ -52,16 +53,25 @@ final class DecoderEmitter {
                         return padded > room ? -1 : padded;
                     }
 
-                    /** Decodes an instr at {@code p} (after its length word) of {@code length} bytes, or null. */
+                    /**
+                     * Decodes an instr at {@code p} (after its length word) of {@code length} bytes, or null. The
+                     * bytes are copied out of shared memory once, then checked and decoded from the copy: a guest
+                     * that changes them meanwhile changes nothing the server already checked.
+                     */
                     private static String instr(DirectBuffer in, int p, long length) {
-                        if (length < 1 || length > MAX_INSTR || in.getByte(p + (int) length - 1) != 0) {
+                        if (length < 1 || length > MAX_INSTR) {
+                            return null;
+                        }
+                        byte[] copy = new byte[(int) length];
+                        in.getBytes(p, copy);
+                        if (copy[copy.length - 1] != 0) {
                             return null;
                         }
                         int n = 0;
-                        while (in.getByte(p + n) != 0) {
+                        while (copy[n] != 0) {
                             n++;
                         }
-                        return in.getStringWithoutLengthAscii(p, n);
+                        return new String(copy, 0, n, java.nio.charset.StandardCharsets.US_ASCII);
                     }
 
                     /** Writes a buffer's length word, and zeroes its padding. */
@@ -341,6 +351,16 @@ final class DecoderEmitter {
                         + " + \" is outside this process's device memory\", " + result(p, null))).append(";\n");
             }
             s.append("        }\n");
+        }
+        // a call that answers a handle is refused before it makes the driver object the limits forbid
+        for (Param p : f.responseParams()) {
+            if (p.type().wire() == WireKind.HANDLE) {
+                HandleKind k = api.handles().get(p.type().handleKind());
+                s.append("        if (!h.checks.canMint(HandleKinds.").append(JavaNames.constantName(k.name())).append(")) {\n");
+                s.append("            return ").append(refusal(f, "\"" + p.name() + "\", \"the process holds as many handles as the "
+                        + "server's limits allow (limit.handles.process, limit.handles.vm)\", CUDA_ERROR_OUT_OF_MEMORY")).append(";\n");
+                s.append("        }\n");
+            }
         }
         List<Param> released = ins.stream().filter(p -> p.check().release()).toList();
         for (Param p : released) {

@@ -256,6 +256,12 @@ public final class JavaEmitter {
                     /** After the destroying call: removes the handle when {@code released}, else gives it back. */
                     void endRelease(long id, boolean released);
 
+                    /**
+                     * Whether the caller may get one more handle of {@code kind} (the server's handle limits), asked
+                     * before every call that answers a handle: beyond the limit the driver object is never made.
+                     */
+                    boolean canMint(int kind);
+
                     /** Whether [address, address + bytes) is the caller's device memory (bytes < 0 never is). */
                     boolean deviceRange(long address, long bytes);
 

@@ -41,7 +41,8 @@ public final class CudaServer implements AutoCloseable {
     /**
      * Doorbell mode beats and checks liveness once a second: each wake-up of an idle server costs
      * CPU, the guest declares a server dead only after 5 s without a beat, and owners time out after
-     * owner.timeout.ms (≥ 10 beats of the guest's 250 ms heartbeat are still seen). Both are done by
+     * owner.timeout.ms (the monitor wakes at a stale owner's deadline as well, so a dead process is
+     * still reclaimed within owner.timeout.ms and a few milliseconds). Both are done by
      * the one heartbeat thread, so an idle doorbell server has a single periodic wake-up.
      */
     private static final long DOORBELL_HEARTBEAT_MS = 1000;
@@ -109,7 +110,7 @@ public final class CudaServer implements AutoCloseable {
         header.init(layout, config.ownerTimeoutMs(), config.doorbell() ? config.doorbellVectors() : 0);
         CudaBackend backend = backend();
         driver = DriverSession.open(backend, region, layout.poolOffset(), config.gpu(), header::message);
-        vm = new Vm(region, layout, backend, config.memoryQuota(), driver.gpu());
+        vm = new Vm(region, layout, backend, config.memoryQuota(), driver.gpu(), config.limits());
         header.driver(driver.features() | (config.doorbell() ? HeaderFlyweight.FEATURE_DOORBELL : 0),
                 vm.hostDriverVersion());
         watcher = new ChannelWatcher(region, vm, config.doorbell(), config.waitIdleParkMs(), config.ownerTimeoutMs(),
@@ -194,9 +195,14 @@ public final class CudaServer implements AutoCloseable {
                 : new PlainIdle(config.waitSpinUs(), config.waitParkMaxUs(), config.waitIdleParkMs());
     }
 
-    /** Reclaims a token from outside the watcher (tests). */
+    /** Reclaims a token from outside the watcher (tests); the reclaim finishes once its workers left. */
     public void reclaim(long token) {
         watcher.reclaim(token, -1);
+    }
+
+    /** How long {@link #close} waits for busy workers before it leaves the rest to the process's exit (tests). */
+    void stopWaitMs(long ms) {
+        watcher.stopWaitMs(ms);
     }
 
     @Override
@@ -208,9 +214,7 @@ public final class CudaServer implements AutoCloseable {
         if (liveness != null) {
             liveness.close();
         }
-        if (watcher != null) {
-            watcher.close();
-        }
+        boolean quiet = watcher == null || watcher.close();
         if (doorbells != null) {
             doorbells.close();
         }
@@ -220,6 +224,14 @@ public final class CudaServer implements AutoCloseable {
         if (regionFd >= 0) {
             NativeFiles.close(regionFd);
             regionFd = -1;
+        }
+        if (!quiet) {
+            // a worker may still be inside a driver call that reads or writes the region or what the
+            // VM holds: nothing it may touch is released or unmapped; the process's exit does it
+            LOG.warn("stopping with workers still running: the driver session, the VM's memory and the region "
+                    + "are left to the process's exit");
+            region = null;
+            return;
         }
         if (driver != null) {
             driver.close();

@@ -12,9 +12,17 @@ import org.agrona.collections.Long2ObjectHashMap;
  * at least {@value #GUEST_BEATS_FOR_RECLAIM} times is dead: the {@link ChannelWatcher} reclaims it.
  * It wakes the watcher only for work nobody rang for (such a reclaim, or a claimed channel without
  * a worker, as a guest without BAR0 leaves it), and never blocks on anything but its own sleep.
+ *
+ * <p>A process the server keeps state for (allocations, handles) but which holds no channel has no
+ * heartbeat to watch: the guest library keeps one channel for as long as its process lives, so such a
+ * token belongs to a process that died after giving its channels back (or to a guest that does not
+ * follow the protocol). It is reclaimed on the same terms: no channel for {@code owner.timeout.ms}
+ * while the VM's heartbeat went on.
  */
 final class LivenessMonitor {
-    static final int GUEST_BEATS_FOR_RECLAIM = 8;
+    /** Guest heartbeats (250 ms apart) the VM must show while an owner's stands still: the VM runs. */
+    static final int GUEST_BEATS_FOR_RECLAIM = 4;
+    private static final long MIN_PARK_NS = TimeUnit.MILLISECONDS.toNanos(5);
 
     /** Liveness bookkeeping of one token; only this thread touches it. */
     private static final class Liveness {
@@ -29,6 +37,7 @@ final class LivenessMonitor {
 
     private final HeaderWriter header;
     private final ChannelWatcher watcher;
+    private final io.ivcuda.server.core.Vm vm;
     private final ChannelFlyweight[] channels;
     private final long periodNs;
     private final long timeoutNs;
@@ -36,6 +45,8 @@ final class LivenessMonitor {
     private final Long2ObjectHashMap<Liveness> liveness = new Long2ObjectHashMap<>();
     private final Thread thread;
     private volatile boolean running = true;
+    /** The earliest moment a token still standing still may be found dead (Long.MAX_VALUE: none). */
+    private long nextDeadline = Long.MAX_VALUE;
 
     /**
      * @param periodMs how often it beats and checks (the guest gives a server 5 s without a beat)
@@ -44,6 +55,7 @@ final class LivenessMonitor {
         this.header = header;
         this.watcher = watcher;
         this.channels = watcher.controls();
+        this.vm = watcher.vm();
         this.periodNs = TimeUnit.MILLISECONDS.toNanos(periodMs);
         this.timeoutNs = TimeUnit.MILLISECONDS.toNanos(ownerTimeoutMs);
         this.thread = new Thread(this::beat, "heartbeat");
@@ -67,10 +79,12 @@ final class LivenessMonitor {
     private void beat() {
         while (running) {
             header.beat();
-            if (check(System.nanoTime())) {
+            long now = System.nanoTime();
+            if (check(now)) {
                 watcher.wake();
             }
-            LockSupport.parkNanos(this, periodNs);
+            // doorbell mode beats once a second: wake at a stale owner's deadline too, not a period late
+            LockSupport.parkNanos(this, Math.max(MIN_PARK_NS, Math.min(periodNs, nextDeadline - now)));
         }
     }
 
@@ -86,7 +100,7 @@ final class LivenessMonitor {
         }
         for (ChannelFlyweight c : channels) {
             long owner = c.ownerVolatile();
-            if (owner == 0) {
+            if (owner == 0 || owner == ChannelWatcher.SERVER_HOLD) {
                 continue;
             }
             if (c.attachedVolatile() == 0) {
@@ -101,7 +115,24 @@ final class LivenessMonitor {
             l.sumNow += c.ownerHeartbeatVolatile();
             l.seenNow = true;
         }
+        // tokens with state but no channel: present in the check as a sum that never moves
+        for (Long token : vm.owners().keySet()) {
+            Liveness l = liveness.get(token);
+            if (l == null) {
+                if (watcher.reclaiming(token)) {
+                    continue;
+                }
+                l = new Liveness();
+                l.fresh = true;
+                liveness.put(token.longValue(), l);
+            }
+            if (!l.seenNow) {
+                l.seenNow = true;
+                l.sumNow = Long.MIN_VALUE; // no channel: a value no heartbeat sum takes in practice
+            }
+        }
         long guestBeat = header.guestHeartbeat();
+        nextDeadline = Long.MAX_VALUE;
         for (var it = liveness.entrySet().iterator(); it.hasNext(); ) {
             it.next();
             Liveness l = it.getValue();
@@ -117,6 +148,9 @@ final class LivenessMonitor {
                 watcher.reclaimLater(it.getLongKey());
                 it.remove();
                 watcherNeeded = true;
+            } else if (l.changedAtNanos + timeoutNs - now > 0) {
+                // past its deadline it waits for the VM's heartbeat, which the periodic check sees
+                nextDeadline = Math.min(nextDeadline, l.changedAtNanos + timeoutNs);
             }
         }
         return watcherNeeded;

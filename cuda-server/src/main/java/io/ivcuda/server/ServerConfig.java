@@ -1,5 +1,6 @@
 package io.ivcuda.server;
 
+import io.ivcuda.server.core.Limits;
 import java.nio.file.Path;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -19,12 +20,20 @@ public record ServerConfig(Path regionPath, long regionSize, String mode, String
                            int doorbellPeerUid, int doorbellParkTimeoutMs, String gpu,
                            long memoryQuota, String backend, int channelCount, int channelWindow,
                            int ownerTimeoutMs, long waitSpinUs, long waitParkMaxUs, long waitIdleParkMs, Path pidfile,
-                           String domainUuid, String domainName) {
+                           String domainUuid, String domainName, Limits limits) {
 
     static final Set<String> KEYS = Set.of("region.path", "region.size", "mode", "doorbell.socket",
             "doorbell.vectors", "doorbell.peer.uid", "doorbell.park.timeout.ms", "gpu",
             "memory.quota", "backend", "channel.count", "channel.window", "owner.timeout.ms", "wait.spin.us",
-            "wait.park.max.us", "wait.idle.park.ms", "pidfile", "domain.uuid", "domain.name");
+            "wait.park.max.us", "wait.idle.park.ms", "pidfile", "domain.uuid", "domain.name",
+            "limit.handles.process", "limit.handles.vm", "limit.allocations.process", "limit.processes",
+            "limit.module.image.bytes", "log.refusals.per.kind", "log.refusals.window.ms");
+
+    /**
+     * How long a process's heartbeat may stand still (while the VM's goes on) before the server takes
+     * it for dead and reclaims it: a dead process's channels and memory come back within 2 s.
+     */
+    public static final int DEFAULT_OWNER_TIMEOUT_MS = 1500;
 
     /** ivshmem-doorbell: the server is the VM's ivshmem server and idle workers sleep until rung. */
     public boolean doorbell() {
@@ -92,10 +101,22 @@ public record ServerConfig(Path regionPath, long regionSize, String mode, String
                 (int) r.number("doorbell.park.timeout.ms", 1000, 10, 60_000), r.string("gpu", "0"),
                 r.number("memory.quota", 0, 0, Long.MAX_VALUE), backend,
                 (int) r.number("channel.count", 0, 0, 4096), (int) r.number("channel.window", 0, 0, 16 << 20),
-                (int) r.number("owner.timeout.ms", 10000, 100, 3_600_000),
+                (int) r.number("owner.timeout.ms", DEFAULT_OWNER_TIMEOUT_MS, 100, 3_600_000),
                 r.number("wait.spin.us", 50, 0, 1_000_000), r.number("wait.park.max.us", 1000, 1, 1_000_000),
                 r.number("wait.idle.park.ms", 20, 0, 1000),
-                pidfile == null ? null : Path.of(pidfile), r.string("domain.uuid", ""), r.string("domain.name", ""));
+                pidfile == null ? null : Path.of(pidfile), r.string("domain.uuid", ""), r.string("domain.name", ""),
+                limits(r));
+    }
+
+    private static Limits limits(Reader r) throws ConfigError {
+        Limits d = Limits.DEFAULT;
+        return new Limits((int) r.number("limit.handles.process", d.handlesPerProcess(), 1, 1 << 24),
+                (int) r.number("limit.handles.vm", d.handlesPerVm(), 1, 1 << 24),
+                (int) r.number("limit.allocations.process", d.allocationsPerProcess(), 1, 1 << 24),
+                (int) r.number("limit.processes", d.processes(), 1, 1 << 20),
+                r.number("limit.module.image.bytes", d.imageBytes(), 1 << 20, 1L << 34),
+                (int) r.number("log.refusals.per.kind", d.refusalLinesPerKind(), 1, 1000),
+                r.number("log.refusals.window.ms", d.refusalWindowMs(), 1000, 3_600_000));
     }
 
     private static final class Reader {

@@ -24,6 +24,8 @@ import org.agrona.concurrent.UnsafeBuffer;
  */
 final class FakeGuest implements AutoCloseable {
     static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+    /** The result of a call whose channel the server took back before answering it. */
+    static final int LOST = -1;
 
     final Region region;
     final UnsafeBuffer header;
@@ -110,9 +112,22 @@ final class FakeGuest implements AutoCloseable {
             return awaitResponse(publish(opcode, declaredLen, data, dataLen));
         }
 
+        /** Like {@link #callRaw(int, int, DirectBuffer, int)}, failing when no answer comes within {@code timeoutNs}. */
+        Response callRaw(int opcode, int declaredLen, DirectBuffer data, int dataLen, long timeoutNs) {
+            return awaitResponse(publish(opcode, declaredLen, data, dataLen), timeoutNs);
+        }
+
         Response awaitResponse(long seq) {
-            long deadline = System.nanoTime() + 20_000_000_000L;
+            return awaitResponse(seq, 20_000_000_000L);
+        }
+
+        Response awaitResponse(long seq, long timeoutNs) {
+            long deadline = System.nanoTime() + timeoutNs;
             while (control.respSeqAcquire() != seq) {
+                if (control.ownerVolatile() != token && control.respSeqAcquire() != seq) {
+                    // as the guest library does: the server took the channel back (§7), no answer comes
+                    return new Response(LOST, 0, c, response.offset() + ResponseFlyweight.LENGTH);
+                }
                 if (System.nanoTime() > deadline) {
                     throw new AssertionError("no response to seq " + seq);
                 }

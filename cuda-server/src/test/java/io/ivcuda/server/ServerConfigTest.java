@@ -24,7 +24,7 @@ class ServerConfigTest {
         assertEquals(20, c.memoryQuota());
         assertEquals(268435456L, c.regionSize());
         assertEquals("cuda", c.backend());
-        assertEquals(10000, c.ownerTimeoutMs());
+        assertEquals(ServerConfig.DEFAULT_OWNER_TIMEOUT_MS, c.ownerTimeoutMs());
     }
 
     @Test

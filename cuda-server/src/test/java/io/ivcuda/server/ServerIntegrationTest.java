@@ -285,10 +285,24 @@ class ServerIntegrationTest {
         c.call(Requests.cuStreamCreate(0));
         assertEquals(2L << 20, server.vm().allocated());
         assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_process_exit()).result());
-        assertEquals(0, server.vm().allocated());
-        assertEquals(0, server.vm().pool().blockCount());
-        assertEquals(0, server.vm().handles().size());
-        assertEquals(0, sibling.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET), "the sibling channel is released");
+        // the reclaim finishes once the sibling's worker has left its channel, off the caller's thread
+        awaitTrue(() -> server.vm().allocated() == 0 && server.vm().handles().size() == 0
+                && server.vm().pool().blockCount() == 0, "everything of the token freed");
+        awaitTrue(() -> sibling.c.getLongVolatile(ChannelFlyweight.OWNER_OFFSET) == 0, "the sibling channel is released");
+    }
+
+    static void awaitTrue(java.util.function.BooleanSupplier condition, String what) {
+        long deadline = System.currentTimeMillis() + 10_000;
+        while (!condition.getAsBoolean()) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new AssertionError("not within 10 s: " + what);
+            }
+            try {
+                Thread.sleep(2);
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        }
     }
 
     @Test

@@ -263,7 +263,7 @@ public class HostMemoryBackend implements CudaBackend {
         if (bytes <= 0) {
             return CuResult.INVALID_VALUE;
         }
-        if (used + bytes > TOTAL) {
+        if (bytes > TOTAL - used) {
             return CuResult.OUT_OF_MEMORY;
         }
         long host = UnsafeApi.allocateMemory(bytes);

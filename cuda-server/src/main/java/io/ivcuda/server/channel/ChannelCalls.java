@@ -18,6 +18,9 @@ public interface ChannelCalls {
     /** The worker is about to dispatch {@code opcode} (a request or a ring record): for log lines. */
     void calling(int opcode);
 
+    /** The dispatch of the last {@link #calling} returned (normally or not): releases what the call pinned. */
+    void called();
+
     /** The worker leaves for good: nothing current on its thread, its scratch memory freed. */
     void detach();
 }

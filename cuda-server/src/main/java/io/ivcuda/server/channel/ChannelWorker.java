@@ -1,6 +1,7 @@
 package io.ivcuda.server.channel;
 
 import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.core.RefusalLog;
 import io.ivcuda.server.gen.Dispatcher;
 import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.server.gen.Reply;
@@ -11,6 +12,7 @@ import io.ivcuda.wire.RequestFlyweight;
 import io.ivcuda.wire.ResponseFlyweight;
 import java.util.function.Function;
 import org.agrona.concurrent.UnsafeBuffer;
+import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
@@ -21,6 +23,10 @@ import org.apache.logging.log4j.Logger;
  * ring before each sync request (docs/protocol.md §4), dispatches through the generated
  * {@link Dispatcher} to its {@link ChannelCalls}, keeps the channel's sticky async error (§6), and stops
  * when the owner word changes or the server stops.
+ *
+ * <p>Everything it logs about a guest's mistakes goes through the VM's {@link RefusalLog}: counted per
+ * kind, a few lines a minute per kind, whatever the guest sends. A handler that throws is a server bug:
+ * the call gets CUDA_ERROR_UNKNOWN and the worker goes on.
  */
 public final class ChannelWorker implements Runnable {
     private static final Logger LOG = LogManager.getLogger(ChannelWorker.class);
@@ -37,6 +43,7 @@ public final class ChannelWorker implements Runnable {
     private final Reply reply = new Reply();
     private final IdleWait idle;
     private final IdleWait.WorkCheck channelWork = this::hasWork;
+    private final RefusalLog refusals;
     private final int ringMask;
     private volatile boolean stop;
     private volatile boolean finished;
@@ -50,7 +57,14 @@ public final class ChannelWorker implements Runnable {
      */
     public ChannelWorker(ChannelState state, UnsafeBuffer channel, long token, Layout layout, IdleWait idle,
                          Function<ChunkStream, ChannelCalls> calls) {
+        this(state, channel, token, layout, idle, calls, new RefusalLog(io.ivcuda.server.core.Limits.DEFAULT));
+    }
+
+    /** @param refusals where refused requests are counted and logged (the VM's) */
+    public ChannelWorker(ChannelState state, UnsafeBuffer channel, long token, Layout layout, IdleWait idle,
+                         Function<ChunkStream, ChannelCalls> calls, RefusalLog refusals) {
         this.state = state;
+        this.refusals = refusals;
         this.channel = channel;
         this.token = token;
         this.layout = layout;
@@ -142,7 +156,9 @@ public final class ChannelWorker implements Runnable {
                 idle.idle(channelWork);
             }
         } catch (Throwable e) {
-            LOG.error("channel {} pid {}: worker failed", state.index, control.ownerPid(), e);
+            // a bug of the server's own, not a guest's doing: said once per kind with its stack
+            refusals.log(LOG, Level.ERROR, "worker failed " + e.getClass().getSimpleName(),
+                    () -> "channel " + state.index + " pid " + control.ownerPid() + ": worker failed", e);
         } finally {
             calls.detach();
             detach();
@@ -217,9 +233,11 @@ public final class ChannelWorker implements Runnable {
                 fault = reply.fault();
                 detail = reply.detail();
                 responseLen = fault == null ? reply.payloadLength() : 0;
-            } catch (RuntimeException e) {
-                LOG.error("channel {} pid {} {}: handler failed", state.index, control.ownerPid(), Opcodes.name(opcode), e);
+            } catch (RuntimeException | OutOfMemoryError | StackOverflowError e) {
+                handlerFailed(opcode, e);
                 result = CuResult.UNKNOWN;
+            } finally {
+                calls.called();
             }
             if (sticky != 0) {
                 if (result == CuResult.SUCCESS) {
@@ -239,22 +257,31 @@ public final class ChannelWorker implements Runnable {
         state.lastSeq = req;
         control.respSeqRelease(req);
         idle.published();
-        if (result == CuResult.NOT_INITIALIZED && !calls.greeted()) {
+        if (!calls.greeted() && result != CuResult.SUCCESS) {
             // a channel whose first request is not a valid hello is reclaimed (§3), once at rest
-            LOG.warn("channel {} pid {}: released (no valid ivc_hello)", state.index, control.ownerPid());
+            int pid = control.ownerPid();
+            refusals.log(LOG, Level.WARN, "channel released without ivc_hello",
+                    () -> "channel " + state.index + " pid " + pid + ": released (no valid ivc_hello)");
             releaseOnExit = true;
             stop = true;
         }
     }
 
     private void logFault(String where, int opcode, String fault, String detail, int result) {
-        if (detail == null) {
-            LOG.warn("channel {} pid {} {}{}: {} at fault → {}", state.index, control.ownerPid(), Opcodes.name(opcode),
-                    where, fault, CuResult.name(result));
-        } else {
-            LOG.warn("channel {} pid {} {}{}: {} {} → {}", state.index, control.ownerPid(), Opcodes.name(opcode), where,
-                    fault, detail, CuResult.name(result));
-        }
+        int pid = control.ownerPid();
+        // the kind: the operation and the field's name, never the values the guest chose
+        int cut = fault.indexOf(' ');
+        String field = cut < 0 ? fault : fault.substring(0, cut);
+        refusals.log(LOG, Level.WARN, Opcodes.name(opcode) + where + " " + field, () -> "channel " + state.index
+                + " pid " + pid + " " + Opcodes.name(opcode) + where + ": " + fault
+                + (detail == null ? " at fault" : " " + detail) + " → " + CuResult.name(result));
+    }
+
+    private void handlerFailed(int opcode, Throwable e) {
+        int pid = control.ownerPid();
+        refusals.log(LOG, Level.ERROR, Opcodes.name(opcode) + " handler failed " + e.getClass().getSimpleName(),
+                () -> "channel " + state.index + " pid " + pid + " " + Opcodes.name(opcode)
+                        + ": handler failed → CUDA_ERROR_UNKNOWN (a server bug)", e);
     }
 
     /** Runs ring records up to {@code tail}; a malformed ring poisons the channel (§6). */
@@ -268,7 +295,12 @@ public final class ChannelWorker implements Runnable {
             poison("ring_tail (" + tail + ", ring_head " + head + ", ring_size " + ringSize + ")");
             return;
         }
-        while (head != tail && !poisoned) {
+        if (!calls.greeted()) {
+            // nothing runs for a channel whose process has not said hello: it has no owner yet
+            poison("ring records before ivc_hello");
+            return;
+        }
+        while (head != tail && !poisoned && !stopping()) {
             int pos = (int) (head & ringMask);
             record.wrap(channel, ring + pos);
             int total = record.totalLen();
@@ -284,9 +316,11 @@ public final class ChannelWorker implements Runnable {
                 try {
                     result = Dispatcher.async(calls.handlers(), opcode, channel, ring + pos + RecordFlyweight.LENGTH,
                             total - RecordFlyweight.LENGTH, reply, 0);
-                } catch (RuntimeException e) {
-                    LOG.error("channel {} pid {} {}: handler failed", state.index, control.ownerPid(), Opcodes.name(opcode), e);
+                } catch (RuntimeException | OutOfMemoryError | StackOverflowError e) {
+                    handlerFailed(opcode, e);
                     result = CuResult.UNKNOWN;
+                } finally {
+                    calls.called();
                 }
                 if (result != CuResult.SUCCESS) {
                     if (reply.fault() != null) {
@@ -313,7 +347,10 @@ public final class ChannelWorker implements Runnable {
 
     private void poison(String field) {
         poisoned = true;
-        LOG.warn("channel {} pid {} ring: {} at fault → channel poisoned, later calls get {}", state.index,
-                control.ownerPid(), field, CuResult.name(CuResult.ILLEGAL_STATE));
+        int pid = control.ownerPid();
+        int cut = field.indexOf(' ');
+        refusals.log(LOG, Level.WARN, "ring " + (cut < 0 ? field : field.substring(0, cut)), () -> "channel "
+                + state.index + " pid " + pid + " ring: " + field + " at fault → channel poisoned, later calls get "
+                + CuResult.name(CuResult.ILLEGAL_STATE));
     }
 }

@@ -31,6 +31,11 @@ public final class ChunkStream {
         this.slotSize = layout.windowSize() / 2;
     }
 
+    /** Whether the channel's worker is asked to stop (its owner changed, a reclaim, the server stops). */
+    public boolean stopping() {
+        return stopping.getAsBoolean();
+    }
+
     /** The number of the next transfer's first chunk (the server's own count, never the region's). */
     public long next() {
         return state.serverChunk;

@@ -4,13 +4,64 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.IntSupplier;
 
 /**
  * Device-memory ranges an owner may touch: its allocations (freeable, counted in the quota) and
  * module globals (not freeable). Every copy and memset must lie inside one range.
+ *
+ * <p>A call {@link #pin pins} the ranges it was checked against until it returns; an allocation
+ * freed meanwhile (by another worker thread of the same process) is gone from the ranges at once,
+ * so no new call can use it, and its memory is released by {@link Use#whenIdle} only once the last
+ * call that uses it has returned.
  */
 public final class DeviceRanges {
-    public record Range(long base, long size, boolean allocation, long context) {
+
+    /** What uses a range now: calls in flight, and what to do once none is left. */
+    public static final class Use {
+        private int pins;
+        private IntSupplier whenIdle;
+
+        synchronized void pin() {
+            pins++;
+        }
+
+        /** Ends one pin; runs the deferred release (on this thread) when it was the last. */
+        public void unpin() {
+            IntSupplier action;
+            synchronized (this) {
+                if (pins == 0 || --pins > 0 || whenIdle == null) {
+                    return;
+                }
+                action = whenIdle;
+                whenIdle = null;
+            }
+            action.getAsInt();
+        }
+
+        /**
+         * Runs {@code release} now and answers its result if no call uses the range, else runs it when
+         * the last one returns and answers 0 (CUDA_SUCCESS) now.
+         */
+        public int whenIdle(IntSupplier release) {
+            synchronized (this) {
+                if (pins > 0) {
+                    whenIdle = release;
+                    return 0;
+                }
+            }
+            return release.getAsInt();
+        }
+
+        public synchronized int pins() {
+            return pins;
+        }
+    }
+
+    public record Range(long base, long size, boolean allocation, long context, Use use) {
+        public Range(long base, long size, boolean allocation, long context) {
+            this(base, size, allocation, context, new Use());
+        }
     }
 
     private final TreeMap<Long, Range> ranges = new TreeMap<>();
@@ -29,16 +80,29 @@ public final class DeviceRanges {
 
     /** Whether [address, address+bytes) lies inside one range. */
     public synchronized boolean contains(long address, long bytes) {
+        return containing(address, bytes) != null;
+    }
+
+    /** The range holding [address, address+bytes), pinned (see {@link Use#unpin}); null if none. */
+    public synchronized Range pin(long address, long bytes) {
+        Range r = containing(address, bytes);
+        if (r != null) {
+            r.use().pin();
+        }
+        return r;
+    }
+
+    private Range containing(long address, long bytes) {
         if (bytes < 0) {
-            return false;
+            return null;
         }
         Map.Entry<Long, Range> e = ranges.floorEntry(address);
         if (e == null) {
-            return false;
+            return null;
         }
         Range r = e.getValue();
         long into = address - r.base();
-        return into >= 0 && into <= r.size() && bytes <= r.size() - into;
+        return into >= 0 && into <= r.size() && bytes <= r.size() - into ? r : null;
     }
 
     /** The range containing {@code address}, or null. */
@@ -50,6 +114,10 @@ public final class DeviceRanges {
         Range r = e.getValue();
         long into = address - r.base();
         return into >= 0 && into < r.size() ? r : null;
+    }
+
+    public synchronized int count() {
+        return ranges.size();
     }
 
     public synchronized List<Range> drain() {

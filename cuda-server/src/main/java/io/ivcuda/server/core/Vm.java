@@ -28,7 +28,9 @@ public final class Vm {
     private final Layout layout;
     private final CudaBackend backend;
     private final long memoryQuota;
-    private final HandleTable handles = new HandleTable();
+    private final Limits limits;
+    private final HandleTable handles;
+    private final RefusalLog refusals;
     private final PoolAllocator pool;
     private final Map<Long, Owner> owners = new ConcurrentHashMap<>();
     private final Map<String, Image> images = new ConcurrentHashMap<>();
@@ -41,12 +43,29 @@ public final class Vm {
      * @param gpu         the host GPU, as the driver session found it
      */
     public Vm(Region region, Layout layout, CudaBackend backend, long memoryQuota, HostGpu gpu) {
+        this(region, layout, backend, memoryQuota, gpu, Limits.DEFAULT);
+    }
+
+    /** @param limits what the guest may grow here */
+    public Vm(Region region, Layout layout, CudaBackend backend, long memoryQuota, HostGpu gpu, Limits limits) {
         this.region = region;
         this.layout = layout;
         this.backend = backend;
         this.memoryQuota = memoryQuota;
         this.gpu = gpu;
+        this.limits = limits;
+        this.handles = new HandleTable(limits.handlesPerProcess(), limits.handlesPerVm());
+        this.refusals = new RefusalLog(limits);
         this.pool = new PoolAllocator(layout.poolSize());
+    }
+
+    public Limits limits() {
+        return limits;
+    }
+
+    /** Refused requests: counted per kind, logged rate-limited. */
+    public RefusalLog refusals() {
+        return refusals;
     }
 
     public Region region() {
@@ -95,6 +114,22 @@ public final class Vm {
         return owners.computeIfAbsent(token, Owner::new);
     }
 
+    /**
+     * The state of a process that says hello: its own, new if it has none yet; null when the server
+     * is reclaiming it (its process exited or was found dead) or {@link Limits#processes()} are held.
+     */
+    public Owner greet(long token) {
+        Owner o = owners.get(token);
+        if (o != null) {
+            return o.closed() ? null : o;
+        }
+        if (owners.size() >= limits.processes()) {
+            return null;
+        }
+        o = owners.computeIfAbsent(token, Owner::new);
+        return o.closed() ? null : o;
+    }
+
     public Owner existingOwner(long token) {
         return owners.get(token);
     }
@@ -118,15 +153,14 @@ public final class Vm {
 
     /** Reserves quota for {@code bytes}; false (and a log line) when the VM's quota would be exceeded. */
     public boolean reserve(long bytes, String who) {
-        if (memoryQuota <= 0) {
-            allocated.addAndGet(bytes);
-            return true;
-        }
+        long limit = memoryQuota <= 0 ? Long.MAX_VALUE : memoryQuota;
         while (true) {
             long now = allocated.get();
-            if (now + bytes > memoryQuota || now + bytes < 0) {
-                LOG.warn("{}: allocation of {} bytes refused: memory.quota {} bytes, {} in use",
-                        who, bytes, memoryQuota, now);
+            if (bytes < 0 || bytes > limit - now) {
+                refusals.log(LOG, org.apache.logging.log4j.Level.WARN, "memory.quota",
+                        () -> who + ": allocation of " + Long.toUnsignedString(bytes) + " bytes refused: "
+                                + (memoryQuota <= 0 ? "no quota, but beyond what can be counted" : "memory.quota "
+                                + memoryQuota + " bytes") + ", " + now + " in use");
                 return false;
             }
             if (allocated.compareAndSet(now, now + bytes)) {
@@ -135,20 +169,45 @@ public final class Vm {
         }
     }
 
-    /** Kept module images are bounded per VM, so a guest cannot grow the server without limit. */
-    public static final long IMAGE_BUDGET = 512L << 20;
+    /**
+     * Module image bytes the server holds for the VM are bounded by {@link Limits#imageBytes()}: that
+     * many kept (beyond it an image is loaded but not kept), and that many in transit (an upload
+     * reserves its announced size before anything is allocated).
+     */
     private final AtomicLong imageBytes = new AtomicLong();
+    private final AtomicLong imageBytesInTransit = new AtomicLong();
 
+    /** Reserves room to keep an image of {@code bytes}; false when the kept images would exceed the limit. */
     public boolean reserveImage(long bytes) {
-        if (imageBytes.addAndGet(bytes) > IMAGE_BUDGET) {
-            imageBytes.addAndGet(-bytes);
-            return false;
-        }
-        return true;
+        return reserveUpTo(imageBytes, bytes, limits.imageBytes());
     }
 
     public void releaseImage(long bytes) {
         imageBytes.addAndGet(-bytes);
+    }
+
+    /**
+     * Reserves room for an image upload of {@code bytes} before its copy is allocated; false when the
+     * uploads in transit would exceed the limit. {@link #releaseImageInTransit} once it is loaded.
+     */
+    public boolean reserveImageInTransit(long bytes) {
+        return reserveUpTo(imageBytesInTransit, bytes, limits.imageBytes());
+    }
+
+    public void releaseImageInTransit(long bytes) {
+        imageBytesInTransit.addAndGet(-bytes);
+    }
+
+    private static boolean reserveUpTo(AtomicLong counter, long bytes, long limit) {
+        while (true) {
+            long now = counter.get();
+            if (bytes < 0 || bytes > limit - now) {
+                return false;
+            }
+            if (counter.compareAndSet(now, now + bytes)) {
+                return true;
+            }
+        }
     }
 
     public void release(long bytes) {
@@ -172,8 +231,7 @@ public final class Vm {
         int allocations = 0;
         for (DeviceRanges.Range r : owner.ranges().drain()) {
             if (r.allocation()) {
-                withContext(r.context(), out, () -> backend.memFree(r.base()));
-                release(r.size());
+                freeWhenIdle(r);
                 allocations++;
             }
         }
@@ -208,8 +266,29 @@ public final class Vm {
         for (int i = 0; i < retains; i++) {
             backend.primaryCtxRelease(gpu.nativeDevice());
         }
-        LOG.info("reclaimed owner pid {} (token {}): {} allocations, {} pool blocks, {} handles, {} primary retains",
-                owner.pid(), Long.toHexString(token), allocations, blocks, entries.size(), retains);
+        int a = allocations;
+        refusals.log(LOG, org.apache.logging.log4j.Level.INFO, "reclaimed", () -> "reclaimed owner pid " + owner.pid()
+                + " (token " + Long.toHexString(token) + "): " + a + " allocations, " + blocks + " pool blocks, "
+                + entries.size() + " handles, " + retains + " primary retains");
+    }
+
+    /**
+     * Frees an allocation (taken out of its owner's ranges already) and its quota once no call uses
+     * it any more: now, answering the driver's result, or when the last call that pinned it returns
+     * (answering CUDA_SUCCESS now). The free runs in the allocation's context.
+     */
+    public int freeWhenIdle(DeviceRanges.Range r) {
+        return r.use().whenIdle(() -> {
+            Out out = backend.newOut();
+            try {
+                int[] result = new int[1];
+                withContext(r.context(), out, () -> result[0] = backend.memFree(r.base()));
+                release(r.size());
+                return result[0];
+            } finally {
+                out.free();
+            }
+        });
     }
 
     private void withContext(long ctx, Out out, java.util.function.IntSupplier call) {

@@ -44,6 +44,11 @@ public final class ChannelHandlers implements ChannelCalls {
     }
 
     @Override
+    public void called() {
+        session.called();
+    }
+
+    @Override
     public void detach() {
         session.detach();
     }

@@ -26,7 +26,9 @@ final class DeviceHandler implements DeviceCalls {
         int init = session.vm.initResult();
         int result = init != CuResult.SUCCESS ? init : flags == 0 ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
         // normally once per guest process: operators (and the VM test) see that a guest reached the driver
-        LOG.info("channel {} pid {}: cuInit({}) → {}", session.index(), session.ownerPid(), flags, CuResult.name(result));
+        int pid = session.ownerPid();
+        session.vm.refusals().log(LOG, org.apache.logging.log4j.Level.INFO, "cuInit", () -> "channel " + session.index()
+                + " pid " + pid + ": cuInit(" + flags + ") → " + CuResult.name(result));
         return result;
     }
 

@@ -40,6 +40,9 @@ final class MemoryHandler implements MemoryCalls {
             session.warn("bytesize", String.valueOf(bytesize), CuResult.INVALID_VALUE);
             return CuResult.INVALID_VALUE;
         }
+        if (!session.mayAllocate("bytesize")) {
+            return CuResult.OUT_OF_MEMORY;
+        }
         if (!session.vm.reserve(bytesize, who("ivc_mem_alloc"))) {
             return CuResult.OUT_OF_MEMORY;
         }
@@ -59,6 +62,9 @@ final class MemoryHandler implements MemoryCalls {
         if (widthInBytes <= 0 || height <= 0 || widthInBytes > (1L << 40) || height > (1L << 40)) {
             session.warn("widthInBytes/height", widthInBytes + "x" + height, CuResult.INVALID_VALUE);
             return CuResult.INVALID_VALUE;
+        }
+        if (!session.mayAllocate("widthInBytes")) {
+            return CuResult.OUT_OF_MEMORY;
         }
         long estimate = ((widthInBytes + 511) & ~511L) * height;
         if (!session.vm.reserve(estimate, who("ivc_mem_alloc_pitch"))) {
@@ -89,8 +95,8 @@ final class MemoryHandler implements MemoryCalls {
             session.warn("dptr", "0x" + Long.toHexString(dptr) + " is not an allocation of this process", CuResult.INVALID_VALUE);
             return CuResult.INVALID_VALUE;
         }
-        session.vm.release(range.size());
-        return session.cuda.memFree(dptr);
+        // released once no call of another thread of the process uses it any more
+        return session.vm.freeWhenIdle(range);
     }
 
     @Override

@@ -6,7 +6,6 @@ import static io.ivcuda.server.core.HandleTable.KIND_MODULE;
 import io.ivcuda.server.channel.ChunkStream;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.core.DeviceRanges;
-import io.ivcuda.server.core.HandleTable;
 import io.ivcuda.server.core.Vm;
 import io.ivcuda.server.gen.ModuleCalls;
 import io.ivcuda.server.gen.Reply;
@@ -42,40 +41,51 @@ final class ModuleHandler implements ModuleCalls {
         String key = Long.toHexString(imageHash) + ":" + imageSize;
         Vm.Image image = vm.images().get(key);
         if (sendImage != 0) {
-            long copy = UnsafeApi.allocateMemory(imageSize);
-            int half = chunks.slotSize();
-            long chunk = chunks.next();
-            for (long done = 0; done < imageSize; done += half, chunk++) {
-                long n = Math.min(half, imageSize - done);
-                if (!chunks.awaitGuest(chunk + 1)) {
-                    UnsafeApi.freeMemory(copy);
-                    return CuResult.DEVICE_UNAVAILABLE;
+            // the announced size is reserved before a byte is allocated: a guest cannot make the
+            // server allocate more than the VM's image limit however large the size it claims
+            if (!vm.reserveImageInTransit(imageSize)) {
+                session.refuse("imageSize", imageSize + " bytes do not fit in limit.module.image.bytes "
+                        + vm.limits().imageBytes() + " with the uploads in transit", CuResult.OUT_OF_MEMORY);
+                return chunks.discard(imageSize) ? CuResult.OUT_OF_MEMORY : CuResult.DEVICE_UNAVAILABLE;
+            }
+            try {
+                long copy = UnsafeApi.allocateMemory(imageSize);
+                int half = chunks.slotSize();
+                long chunk = chunks.next();
+                for (long done = 0; done < imageSize; done += half, chunk++) {
+                    long n = Math.min(half, imageSize - done);
+                    if (!chunks.awaitGuest(chunk + 1)) {
+                        UnsafeApi.freeMemory(copy);
+                        return CuResult.DEVICE_UNAVAILABLE;
+                    }
+                    UnsafeApi.copyMemory(chunks.slotAddress(chunk), copy + done, n);
+                    chunks.publish(chunk + 1);
                 }
-                UnsafeApi.copyMemory(chunks.slotAddress(chunk), copy + done, n);
-                chunks.publish(chunk + 1);
-            }
-            long h = fnv1a(copy, imageSize);
-            if (h != imageHash) {
-                UnsafeApi.freeMemory(copy);
-                session.warn("imageHash", "0x" + Long.toHexString(imageHash) + " does not match the image (0x"
-                        + Long.toHexString(h) + ")", CuResult.INVALID_VALUE);
-                return CuResult.INVALID_VALUE;
-            }
-            if (!vm.reserveImage(imageSize)) {
-                // over the VM's image budget: load it, but do not keep it
-                int result = session.cuda.moduleLoadData(session.out, copy);
-                long nativeModule = session.out.handle;
-                UnsafeApi.freeMemory(copy);
-                return result == CuResult.SUCCESS ? minted(r, nativeModule) : result;
-            }
-            Vm.Image fresh = new Vm.Image(imageHash, imageSize, copy);
-            Vm.Image prior = vm.images().putIfAbsent(key, fresh);
-            if (prior != null) {
-                UnsafeApi.freeMemory(copy);
-                vm.releaseImage(imageSize);
-                image = prior;
-            } else {
-                image = fresh;
+                long h = fnv1a(copy, imageSize);
+                if (h != imageHash) {
+                    UnsafeApi.freeMemory(copy);
+                    session.warn("imageHash", "0x" + Long.toHexString(imageHash) + " does not match the image (0x"
+                            + Long.toHexString(h) + ")", CuResult.INVALID_VALUE);
+                    return CuResult.INVALID_VALUE;
+                }
+                if (!vm.reserveImage(imageSize)) {
+                    // over the VM's image limit: load it, but do not keep it
+                    int result = session.cuda.moduleLoadData(session.out, copy);
+                    long nativeModule = session.out.handle;
+                    UnsafeApi.freeMemory(copy);
+                    return result == CuResult.SUCCESS ? minted(r, nativeModule) : result;
+                }
+                Vm.Image fresh = new Vm.Image(imageHash, imageSize, copy);
+                Vm.Image prior = vm.images().putIfAbsent(key, fresh);
+                if (prior != null) {
+                    UnsafeApi.freeMemory(copy);
+                    vm.releaseImage(imageSize);
+                    image = prior;
+                } else {
+                    image = fresh;
+                }
+            } finally {
+                vm.releaseImageInTransit(imageSize);
             }
         } else if (image == null) {
             return CuResult.NOT_FOUND;
@@ -122,12 +132,8 @@ final class ModuleHandler implements ModuleCalls {
 
     @Override
     public int ivc_module_unload(Reply r, long hmod) {
-        HandleTable handles = session.vm.handles();
-        for (HandleTable.Entry e : handles.ownedBy(session.token())) {
-            if (e.kind() == KIND_FUNCTION && e.extra() == hmod) {
-                handles.remove(e.id());
-            }
-        }
+        // its functions go first, each once no launch of another thread of the process still uses it
+        session.vm.handles().removeDependents(session.token(), KIND_FUNCTION, hmod, session.chunks::stopping);
         session.vm.moduleUnloaded();
         return session.cuda.moduleUnload(hmod);
     }

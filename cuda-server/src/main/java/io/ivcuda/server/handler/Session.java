@@ -4,12 +4,15 @@ import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.channel.ChunkStream;
 import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.core.DeviceRanges;
 import io.ivcuda.server.core.HandleTable;
 import io.ivcuda.server.core.Owner;
 import io.ivcuda.server.core.Vm;
 import io.ivcuda.server.gen.Checks;
 import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.wire.ChannelFlyweight;
+import java.util.Arrays;
+import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
@@ -20,6 +23,11 @@ import org.apache.logging.log4j.Logger;
  * runs before a handler: handles are the process's own (kind, generation, owner), the device is the
  * one the VM sees, device ranges lie in the process's allocations or pool blocks, pool ranges in its
  * pool blocks.
+ *
+ * <p>What the checks resolve stays <em>pinned</em> until the call returns ({@link #called}): a
+ * handle cannot be destroyed and an allocation's memory is not released while a call of another
+ * thread of the process still uses it (a destroy waits, a free is deferred). Handlers that resolve
+ * handles or ranges themselves pin them with {@link #pinHandle} / {@link #pinRange}.
  */
 public final class Session implements Checks {
     private static final Logger LOG = LogManager.getLogger(Session.class);
@@ -35,6 +43,11 @@ public final class Session implements Checks {
     private Owner owner;
     private boolean greeted;
     private int opcode;
+    /** What the current call pinned: handle ids and ranges, released by {@link #called}. */
+    private long[] pinnedHandles = new long[8];
+    private int pinnedHandleCount;
+    private DeviceRanges.Range[] pinnedRanges = new DeviceRanges.Range[8];
+    private int pinnedRangeCount;
 
     Session(Vm vm, int index, long token, ChannelFlyweight channel, ChunkStream chunks, Reclaimer reclaimer) {
         this.vm = vm;
@@ -68,10 +81,18 @@ public final class Session implements Checks {
         return greeted;
     }
 
-    /** ivc_hello succeeded: the session belongs to the process of this channel's token. */
-    void greet() {
-        owner = vm.owner(token);
+    /**
+     * ivc_hello succeeded: the session belongs to the process of this channel's token. False (and
+     * not greeted) when the server is reclaiming that process or holds as many processes as it may.
+     */
+    boolean greet() {
+        Owner o = vm.greet(token);
+        if (o == null) {
+            return false;
+        }
+        owner = o;
         greeted = true;
+        return true;
     }
 
     /** ivc_goodbye, ivc_process_exit: the next call must be a hello again. */
@@ -83,6 +104,66 @@ public final class Session implements Checks {
         opcode = op;
     }
 
+    /** The call returned: releases what it pinned (a free or destroy waiting for it may go on). */
+    void called() {
+        for (int i = 0; i < pinnedHandleCount; i++) {
+            vm.handles().unpin(pinnedHandles[i]);
+        }
+        pinnedHandleCount = 0;
+        for (int i = 0; i < pinnedRangeCount; i++) {
+            DeviceRanges.Range r = pinnedRanges[i];
+            pinnedRanges[i] = null;
+            r.use().unpin();
+        }
+        pinnedRangeCount = 0;
+    }
+
+    /** Resolves and pins the caller's handle for the rest of the current call; null if it is not one. */
+    HandleTable.Entry pinHandle(int kind, long id) {
+        HandleTable.Entry e = vm.handles().pin(id, kind, token);
+        if (e != null) {
+            if (pinnedHandleCount == pinnedHandles.length) {
+                pinnedHandles = Arrays.copyOf(pinnedHandles, pinnedHandleCount * 2);
+            }
+            pinnedHandles[pinnedHandleCount++] = id;
+        }
+        return e;
+    }
+
+    /** Resolves and pins the caller's device range for the rest of the current call; null if it is not one. */
+    DeviceRanges.Range pinRange(long address, long bytes) {
+        DeviceRanges.Range r = owner.ranges().pin(address, bytes);
+        if (r != null) {
+            if (pinnedRangeCount == pinnedRanges.length) {
+                pinnedRanges = Arrays.copyOf(pinnedRanges, pinnedRangeCount * 2);
+            }
+            pinnedRanges[pinnedRangeCount++] = r;
+        }
+        return r;
+    }
+
+    /**
+     * Whether the process may hold one more device allocation ({@code limit.allocations.process});
+     * refuses the call (logged) when not. Handlers that allocate device memory ask it first.
+     */
+    boolean mayAllocate(String field) {
+        int limit = vm.limits().allocationsPerProcess();
+        if (owner.ranges().count() < limit) {
+            return true;
+        }
+        warn(field, "the process holds limit.allocations.process " + limit + " allocations", CuResult.OUT_OF_MEMORY);
+        return false;
+    }
+
+    private boolean pinnedByThisCall(long id) {
+        for (int i = 0; i < pinnedHandleCount; i++) {
+            if (pinnedHandles[i] == id) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** The worker leaves for good: nothing current on its thread, its scratch memory freed. */
     void detach() {
         if (greeted) {
@@ -92,10 +173,21 @@ public final class Session implements Checks {
         out.free();
     }
 
-    /** Logs why a handler refused the current call ({@code field} and what is wrong with it). */
+    /**
+     * Logs why a handler refused the current call ({@code field} and what is wrong with it): counted,
+     * and rate-limited per kind (operation and field) by the VM's {@link io.ivcuda.server.core.RefusalLog}.
+     */
     void warn(String field, String detail, int result) {
-        LOG.warn("channel {} pid {} {}: {} {} → {}", index, ownerPid(), Opcodes.name(opcode), field, detail,
-                CuResult.name(result));
+        int pid = ownerPid();
+        String operation = Opcodes.name(opcode);
+        vm.refusals().log(LOG, Level.WARN, operation + " " + field, () -> "channel " + index + " pid " + pid + " "
+                + operation + ": " + field + " " + detail + " → " + CuResult.name(result));
+    }
+
+    /** Refuses the current call: logs as {@link #warn} and answers {@code result}. */
+    int refuse(String field, String detail, int result) {
+        warn(field, detail, result);
+        return result;
     }
 
     /** The native context current on this thread (0 when none). */
@@ -113,13 +205,19 @@ public final class Session implements Checks {
 
     @Override
     public long handle(int kind, long id) {
-        HandleTable.Entry e = vm.handles().lookup(id, kind, token);
+        HandleTable.Entry e = pinHandle(kind, id);
         return e == null ? NO_HANDLE : e.nativeValue();
     }
 
     @Override
+    public boolean canMint(int kind) {
+        return vm.handles().canMint(token);
+    }
+
+    @Override
     public long beginRelease(int kind, long id) {
-        HandleTable.Entry e = vm.handles().beginRelease(id, kind, token);
+        // waits for the process's other calls that use it; a call never destroys what it also uses
+        HandleTable.Entry e = pinnedByThisCall(id) ? null : vm.handles().beginRelease(id, kind, token, chunks::stopping);
         if (e == null) {
             return NO_HANDLE;
         }
@@ -141,7 +239,7 @@ public final class Session implements Checks {
         if (bytes < 0) {
             return false;
         }
-        if (owner.ranges().contains(address, bytes)) {
+        if (pinRange(address, bytes) != null) {
             return true;
         }
         long poolDevice = vm.poolDevicePointer();

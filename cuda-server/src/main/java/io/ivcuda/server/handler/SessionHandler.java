@@ -33,19 +33,33 @@ final class SessionHandler implements SessionCalls {
         }
         if (problem != null) {
             String message = problem + " — install matching ivcuda-guest and ivcuda-host";
-            LOG.warn("channel {} pid {} ivc_hello: refused: {} (library {})", session.index(), pid, message, libraryVersion);
-            byte[] b = message.getBytes(StandardCharsets.US_ASCII);
-            int n = Math.min(b.length, r.outbufCapacity() - 1);
-            if (n > 0) {
-                r.buffer().putBytes(r.outbufIndex(), b, 0, n);
-                r.buffer().putByte(r.outbufIndex() + n, (byte) 0);
-                r.outbufLength(n + 1);
-            }
-            return CuResult.NOT_INITIALIZED;
+            session.vm.refusals().log(LOG, org.apache.logging.log4j.Level.WARN, "ivc_hello refused", () -> "channel "
+                    + session.index() + " pid " + pid + " ivc_hello: refused: " + message + " (library " + libraryVersion + ")");
+            return refused(r, message);
         }
-        session.greet();
-        LOG.info("channel {} pid {} tid {}: hello from library {}", session.index(), pid, tid, libraryVersion);
+        if (!session.greet()) {
+            String message = session.vm.owners().size() >= session.vm.limits().processes()
+                    ? "the server holds limit.processes " + session.vm.limits().processes() + " processes of this VM"
+                    : "this process is being reclaimed (it exited, or was found dead)";
+            session.warn("token", message, CuResult.NOT_INITIALIZED);
+            return refused(r, message);
+        }
+        // a line per guest thread, and a guest decides how many threads: counted, a few a minute logged
+        session.vm.refusals().log(LOG, org.apache.logging.log4j.Level.INFO, "ivc_hello", () -> "channel "
+                + session.index() + " pid " + pid + " tid " + tid + ": hello from library " + libraryVersion);
         return CuResult.SUCCESS;
+    }
+
+    /** A refused hello carries its message (§4), for the guest library to show. */
+    private static int refused(Reply r, String message) {
+        byte[] b = message.getBytes(StandardCharsets.US_ASCII);
+        int n = Math.min(b.length, r.outbufCapacity() - 1);
+        if (n > 0) {
+            r.buffer().putBytes(r.outbufIndex(), b, 0, n);
+            r.buffer().putByte(r.outbufIndex() + n, (byte) 0);
+            r.outbufLength(n + 1);
+        }
+        return CuResult.NOT_INITIALIZED;
     }
 
     @Override

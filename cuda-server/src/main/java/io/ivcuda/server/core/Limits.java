@@ -1,0 +1,25 @@
+package io.ivcuda.server.core;
+
+/**
+ * What one VM's guest may grow on the server (docs/threat-model.md, "Limits"); each is a
+ * configuration key. A request beyond a limit gets a CUDA error (CUDA_ERROR_OUT_OF_MEMORY unless
+ * said otherwise) and one log line per kind of refusal, never an exception.
+ *
+ * @param handlesPerProcess  handles (contexts, modules, functions, streams, events, …) one guest
+ *                           process may hold ({@code limit.handles.process})
+ * @param handlesPerVm       handles the VM's processes may hold together ({@code limit.handles.vm})
+ * @param allocationsPerProcess device allocations one process may hold ({@code limit.allocations.process})
+ * @param processes          guest processes the server keeps state for at once ({@code limit.processes});
+ *                           a hello beyond it is refused with CUDA_ERROR_NOT_INITIALIZED
+ * @param imageBytes         bytes of module images the server holds for the VM, kept and in transit
+ *                           together, checked before any is allocated ({@code limit.module.image.bytes})
+ * @param refusalLinesPerKind log lines per kind of refusal per {@code refusalWindowMs}; the rest are
+ *                           counted, and said in the next line of that kind ({@code log.refusals.per.kind})
+ * @param refusalWindowMs    the window of that limit ({@code log.refusals.window.ms})
+ */
+public record Limits(int handlesPerProcess, int handlesPerVm, int allocationsPerProcess, int processes,
+                     long imageBytes, int refusalLinesPerKind, long refusalWindowMs) {
+
+    /** The defaults (docs/architecture.md's configuration table). */
+    public static final Limits DEFAULT = new Limits(65_536, 262_144, 65_536, 4096, 512L << 20, 5, 60_000);
+}
