@@ -117,4 +117,6 @@ enum {
     CUDA_ERROR_UNKNOWN = 999
 };
 
+#include "ivc_cuda_kernel_types.h"
+
 #endif
