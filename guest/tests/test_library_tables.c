@@ -22,22 +22,22 @@ typedef CUresult (*slot4_fn)(CUcontext, uint64_t *, uintptr_t, uintptr_t, uintpt
 typedef CUresult (*object_fn)(CUcontext, CUstream, void **);
 typedef CUresult (*id_fn)(CUcontext, void *, uint64_t *);
 
-static const uintptr_t *table(const unsigned char bytes[16], CUresult *result)
+/* The table for a UUID, checked to be answered with the real driver's size word; NULL if not. */
+static const uintptr_t *table(const unsigned char bytes[16], uint64_t size)
 {
     CUuuid u;
     memcpy(u.bytes, bytes, 16);
     const void *t = NULL;
-    *result = cuGetExportTable(&t, &u);
-    return t;
+    CUresult r = cuGetExportTable(&t, &u);
+    CHECK(r == CUDA_SUCCESS && t != NULL && ((const uintptr_t *)t)[0] == size);
+    return r == CUDA_SUCCESS ? t : NULL;
 }
 
 static void test_compile_cache(void)
 {
     static const unsigned char uuid[16] = {0xda, 0x91, 0x51, 0xd3, 0x3a, 0xe6, 0xcc, 0x41,
                                            0xa5, 0xc0, 0x4f, 0x26, 0xd5, 0x33, 0xe3, 0x28};
-    CUresult r;
-    const uintptr_t *t = table(uuid, &r);
-    CHECK(r == CUDA_SUCCESS && t != NULL && t[0] == 56);
+    const uintptr_t *t = table(uuid, 56);
     if (t == NULL)
         return;
     /* the call sequence of the trace, with NVRTC's arguments' shapes: key, lookup (a miss that
@@ -72,9 +72,7 @@ static void test_cublaslt(void)
 {
     static const unsigned char uuid[16] = {0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48,
                                            0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2};
-    CUresult r;
-    const uintptr_t *t = table(uuid, &r);
-    CHECK(r == CUDA_SUCCESS && t != NULL && t[0] == 744);
+    const uintptr_t *t = table(uuid, 744);
     if (t == NULL)
         return;
     CUcontext ctx = (CUcontext)0x0100000200000001ULL, ctx2 = (CUcontext)0x0100000200000002ULL;
