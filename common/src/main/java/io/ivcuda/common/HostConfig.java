@@ -59,6 +59,7 @@ public final class HostConfig {
     private final String serverCommand;
     private final long serverReadyTimeoutMs;
     private final long serverStopTimeoutMs;
+    private final long serverMemoryMax;
     private final String libvirtUri;
 
     private HostConfig(Configuration c, List<Path> files) throws IvcudaConfigException {
@@ -94,6 +95,7 @@ public final class HostConfig {
         }
         this.serverReadyTimeoutMs = millis(c, "server.ready.timeout.ms", 30000);
         this.serverStopTimeoutMs = millis(c, "server.stop.timeout.ms", 10000);
+        this.serverMemoryMax = bytes(c, "server.memory.max", "4G");
         this.libvirtUri = c.getString("libvirt.uri", "qemu:///system").trim();
         Map<String, String> forServer = new TreeMap<>();
         for (Iterator<String> keys = c.getKeys(); keys.hasNext(); ) {
@@ -278,6 +280,14 @@ public final class HostConfig {
 
     public long serverStopTimeoutMs() {
         return serverStopTimeoutMs;
+    }
+
+    /**
+     * Host memory a systemd-supervised server may hold beyond its region (JVM, driver, pinned
+     * buffers); the unit's MemoryMax is the region size plus this. 0: no limit.
+     */
+    public long serverMemoryMax() {
+        return serverMemoryMax;
     }
 
     public String libvirtUri() {
