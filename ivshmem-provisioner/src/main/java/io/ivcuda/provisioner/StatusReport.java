@@ -46,7 +46,7 @@ final class StatusReport {
     /** What runs for a domain: null fields are what could not be read. */
     record Server(Long pid, String state, String started, Long uptimeSeconds, String mode, String region, Long regionSize,
                   List<Integer> processes, Integer channelsAttached, Integer channelsTotal, Long memoryHeld, Long memoryQuota,
-                  String statusWritten) {
+                  String statusWritten, Long refusals, java.util.Map<String, Long> refusalsByKind) {
     }
 
     record DomainStatus(String name, String uuid, String state, String provisioning, String provisioningDetail,
@@ -154,7 +154,8 @@ final class StatusReport {
         RegionHeader header = RegionHeader.read(paths.regionFile());
         if (pids.isEmpty()) {
             return new Server(null, "not running" + (header == RegionHeader.NONE ? "" : " (header: " + header.stateName() + ")"),
-                    null, null, null, paths.regionFile().toString(), null, List.of(), null, null, null, null, null);
+                    null, null, null, paths.regionFile().toString(), null, List.of(), null, null, null, null, null, null,
+                    java.util.Map.of());
         }
         long pid = pids.get(0);
         Instant started = ServerProcesses.startTime(pid);
@@ -165,7 +166,22 @@ final class StatusReport {
                 status.getProperty("mode", (header.featureBits() & 1) != 0 ? "doorbell" : "plain"),
                 paths.regionFile().toString(), number(status, "region.size"), pids(status.getProperty("processes")),
                 integer(status, "channels.attached"), integer(status, "channels.total"),
-                number(status, "memory.held"), number(status, "memory.quota"), status.getProperty("written"));
+                number(status, "memory.held"), number(status, "memory.quota"), status.getProperty("written"),
+                number(status, "refusals"), refusalsByKind(status));
+    }
+
+    /** The server's refusal counters ({@code refusals.KIND} keys of its status file), by kind. */
+    static java.util.Map<String, Long> refusalsByKind(Properties status) {
+        java.util.Map<String, Long> out = new java.util.TreeMap<>();
+        for (String key : status.stringPropertyNames()) {
+            if (key.startsWith("refusals.")) {
+                Long n = number(status, key);
+                if (n != null) {
+                    out.put(key.substring("refusals.".length()), n);
+                }
+            }
+        }
+        return out;
     }
 
     /**
