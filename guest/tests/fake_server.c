@@ -378,6 +378,7 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         w_buf(out, entries, sizeof entries);
         return CUDA_SUCCESS;
     }
+    case IVC_OP_ivc_launch_ex:
     case IVC_OP_ivc_launch: {
         r_u64(in);
         fake.last_launch_grid_x = (unsigned)r_u64(in);
@@ -385,6 +386,13 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
             r_u64(in);
         r_u64(in);
         uint64_t n;
+        if (opcode == IVC_OP_ivc_launch_ex) { /* the attributes, as CUDA lays them out */
+            const uint8_t *attrs = r_buf(in, &n);
+            r_u64(in);
+            fake.last_launch_attrs = (unsigned)(n / 72);
+            fake.last_launch_attr_id = n >= 72 ? (int)ivc_read32(attrs) : -1;
+            fake.last_launch_attr_value = n >= 72 ? (int)ivc_read32(attrs + 8) : -1;
+        }
         const uint8_t *params = r_buf(in, &n);
         if (params != NULL && n <= sizeof fake.last_launch) {
             memcpy(fake.last_launch, params, n);

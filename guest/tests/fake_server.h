@@ -46,6 +46,9 @@ struct fake_state {
     atomic_int library_loads;       /* ivc_library_load requests */
     atomic_int enumerate_calls;     /* ivc_library_enumerate_kernels requests */
     atomic_int name_calls;          /* ivc_function_name requests */
+    atomic_uint last_launch_attrs;  /* ivc_launch_ex: attributes of the last one */
+    atomic_int last_launch_attr_id; /* and its first attribute's id and first value word */
+    atomic_int last_launch_attr_value;
 };
 
 extern struct fake_state fake;

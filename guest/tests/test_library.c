@@ -1,6 +1,6 @@
 /* Libraries and kernels on the guest side, against the in-process fake server: images shared
  * with modules (sent once), files read and sent, library options, kernels enumerated in pieces
- * that fit the response area, names copied once. */
+ * that fit the response area, names copied once, launches with attributes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +82,44 @@ static void test_enumerate_and_names(void)
     CHECK(fake.name_calls == 1); /* kept */
 }
 
+CUresult cuLaunchCooperativeKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                   CUstream, void **);
+CUresult cuLaunchKernelEx(const CUlaunchConfig *, CUfunction, void **, void **);
+CUresult cuCtxGetDevice(CUdevice *);
+
+/* kernel(int a, double b, char c, void *p) in the fake server's layout */
+static void test_launch_attributes(void)
+{
+    int a = 1;
+    double b = 2;
+    char c = 3;
+    void *p = NULL;
+    void *params[] = {&a, &b, &c, &p};
+    CUdevice device;
+    CUfunction f = (CUfunction)(uintptr_t)FAKE_FUNCTION;
+    CHECK(cuLaunchCooperativeKernel(f, 5, 1, 1, 32, 1, 1, 0, NULL, params) == CUDA_SUCCESS);
+    CHECK(cuCtxGetDevice(&device) == CUDA_SUCCESS); /* a sync call: the ring drains first */
+    CHECK(fake.last_launch_grid_x == 5 && fake.last_launch_attrs == 1);
+    CHECK(fake.last_launch_attr_id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && fake.last_launch_attr_value == 1);
+    CHECK(fake.last_launch_size == 32 && fake.last_launch[0] == 1); /* packed as cuLaunchKernel packs */
+    CUlaunchAttribute cluster[2];
+    memset(cluster, 0, sizeof cluster);
+    cluster[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster[0].value.clusterDim.x = 2;
+    cluster[0].value.clusterDim.y = cluster[0].value.clusterDim.z = 1;
+    cluster[1].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    CUlaunchConfig config = {4, 1, 1, 64, 1, 1, 0, NULL, cluster, 2};
+    CHECK(cuLaunchKernelEx(&config, f, params, NULL) == CUDA_SUCCESS);
+    CHECK(cuCtxGetDevice(&device) == CUDA_SUCCESS); /* a sync call: the ring drains first */
+    CHECK(fake.last_launch_attrs == 2 && fake.last_launch_attr_id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+    CHECK(fake.last_launch_attr_value == 2);
+    config.numAttrs = 17; /* more than a launch may carry */
+    CHECK(cuLaunchKernelEx(&config, f, params, NULL) == CUDA_ERROR_INVALID_VALUE);
+    config.attrs = NULL;
+    config.numAttrs = 1;
+    CHECK(cuLaunchKernelEx(&config, f, params, NULL) == CUDA_ERROR_INVALID_VALUE);
+}
+
 int main(void)
 {
     char path[] = "/tmp/ivcuda-test-XXXXXX";
@@ -94,6 +132,7 @@ int main(void)
     test_library_options();
     test_files();
     test_enumerate_and_names();
+    test_launch_attributes();
     unlink(path);
     return check_summary("test_library");
 }
