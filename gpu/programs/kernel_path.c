@@ -2,7 +2,8 @@
  * a library loaded from memory (fat binary) and from a file (cubin), CUkernels launched as
  * CUfunctions, a library global, the library's module, cuLaunchKernelEx with a cluster
  * dimension, a cooperative launch, a large (32000-byte) kernel parameter, the cluster and
- * shared-memory occupancy queries, context extensions and the one-device peer answers.
+ * shared-memory occupancy queries, the linker (PTX file to a cubin, loaded as a module), context
+ * extensions and the one-device peer answers.
  * Every printed line is deterministic on one GPU, natively and through ivcuda. */
 #include "common.h"
 
@@ -165,6 +166,41 @@ static void large_param(CUlibrary lib)
     CK(cuMemFree(out));
 }
 
+/* ptxjit's pattern: link the kernels' PTX (a file) into a cubin, load it as a module, launch. */
+static void linker(const char *dir)
+{
+    char info[1024] = "", error[1024] = "";
+    CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
+                              CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {info, (void *)(uintptr_t)sizeof info, error, (void *)(uintptr_t)sizeof error};
+    CUlinkState state;
+    CK(cuLinkCreate(4, options, values, &state));
+    char path[4096];
+    snprintf(path, sizeof path, "%s/kernel_path.ptx", dir);
+    CK(cuLinkAddFile(state, CU_JIT_INPUT_PTX, path, 0, NULL, NULL));
+    void *cubin = NULL;
+    size_t size = 0;
+    CK(cuLinkComplete(state, &cubin, &size));
+    const unsigned char *elf = cubin;
+    printf("cuLinkComplete: %s image\n", size > 4 && elf[0] == 0x7f && elf[1] == 'E' ? "an ELF" : "NOT an ELF");
+    CUmodule m;
+    CK(cuModuleLoadData(&m, cubin));
+    CK(cuLinkDestroy(state));
+    CUfunction f;
+    CK(cuModuleGetFunction(&f, m, "kp_fill_global"));
+    int v = 100;
+    void *args[] = {&v};
+    CK(cuLaunchKernel(f, 1, 1, 1, 4, 1, 1, 0, NULL, args, NULL));
+    CK(cuCtxSynchronize());
+    CUdeviceptr g;
+    size_t bytes = 0;
+    CK(cuModuleGetGlobal(&g, &bytes, m, "kp_counter"));
+    int got[4] = {0};
+    CK(cuMemcpyDtoH(got, g, sizeof got));
+    printf("linked module: kp_counter = %d %d %d %d\n", got[0], got[1], got[2], got[3]);
+    CK(cuModuleUnload(m));
+}
+
 static void contexts_and_peers(CUcontext ctx)
 {
     unsigned long long id = 0;
@@ -220,6 +256,7 @@ int main(int argc, char **argv)
     printf("cuLibraryLoadFromFile (cubin): dynamic shared memory available to 1 block of %d: %zu\n", THREADS, smem);
     CK(cuLibraryUnload(from_file));
 
+    linker(dir);
     contexts_and_peers(ctx);
     CK(cuLibraryUnload(lib));
     printf("info: time %.3f s\n", now_seconds() - t0);

@@ -366,6 +366,33 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         w_buf(out, ids, 8 * (n < 512 ? n : 512));
         return CUDA_SUCCESS;
     }
+    case IVC_OP_ivc_link_create: /* the "linker" concatenates its inputs */
+        fake.link_size = 0;
+        w_u64(out, 0x1F00000100000001ULL);
+        return CUDA_SUCCESS;
+    case IVC_OP_ivc_link_add_data: {
+        r_u64(in);
+        r_u64(in);
+        uint64_t size = r_u64(in), n;
+        r_buf(in, &n);
+        if (fake.link_size + size > sizeof fake.link_image)
+            return CUDA_ERROR_INVALID_VALUE; /* (the guest has sent its bytes: the test keeps inputs small) */
+        receive_stream(i, fake.link_image + fake.link_size, size);
+        fake.link_size += size;
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_link_complete:
+        w_u64(out, fake.link_size);
+        return CUDA_SUCCESS;
+    case IVC_OP_ivc_link_read: {
+        r_u64(in);
+        uint64_t size = r_u64(in);
+        send_stream(i, fake.link_image, size);
+        return size == fake.link_size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
+    case IVC_OP_ivc_link_destroy:
+        atomic_fetch_add(&fake.link_destroys, 1);
+        return CUDA_SUCCESS;
     case IVC_OP_ivc_function_name:
         atomic_fetch_add(&fake.name_calls, 1);
         w_buf(out, "_Z4funcv", 9);

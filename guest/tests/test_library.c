@@ -120,6 +120,41 @@ static void test_launch_attributes(void)
     CHECK(cuLaunchKernelEx(&config, f, params, NULL) == CUDA_ERROR_INVALID_VALUE);
 }
 
+CUresult cuLinkCreate_v2(unsigned, CUjit_option *, void **, CUlinkState *);
+CUresult cuLinkAddData_v2(CUlinkState, CUjitInputType, void *, size_t, const char *, unsigned, CUjit_option *,
+                          void **);
+CUresult cuLinkAddFile_v2(CUlinkState, CUjitInputType, const char *, unsigned, CUjit_option *, void **);
+CUresult cuLinkComplete(CUlinkState, void **, size_t *);
+CUresult cuLinkDestroy(CUlinkState);
+
+/* ptxjit's pattern: log buffers answered empty here, inputs sent, the image back in a buffer the
+ * guest owns until cuLinkDestroy. */
+static void test_linker(void)
+{
+    char info[64] = "x", error[64] = "x";
+    CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
+                              CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {info, (void *)(uintptr_t)sizeof info, error, (void *)(uintptr_t)sizeof error};
+    CUlinkState state = NULL;
+    CHECK(cuLinkCreate_v2(4, options, values, &state) == CUDA_SUCCESS && state != NULL);
+    CHECK(info[0] == 0 && error[0] == 0);
+    static char first[10000];
+    memset(first, 'p', sizeof first);
+    CHECK(cuLinkAddData_v2(state, 1, first, sizeof first, "first.ptx", 0, NULL, NULL) == CUDA_SUCCESS);
+    char path[] = "/tmp/ivcuda-link-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(write(fd, "qq", 2) == 2);
+    close(fd);
+    CHECK(cuLinkAddFile_v2(state, 1, path, 0, NULL, NULL) == CUDA_SUCCESS);
+    unlink(path);
+    void *cubin = NULL;
+    size_t size = 0;
+    CHECK(cuLinkComplete(state, &cubin, &size) == CUDA_SUCCESS);
+    CHECK(size == sizeof first + 3 && cubin != NULL); /* the file travels NUL-terminated */
+    CHECK(size == sizeof first + 3 && ((char *)cubin)[0] == 'p' && ((char *)cubin)[sizeof first] == 'q');
+    CHECK(cuLinkDestroy(state) == CUDA_SUCCESS && fake.link_destroys == 1);
+}
+
 int main(void)
 {
     char path[] = "/tmp/ivcuda-test-XXXXXX";
@@ -133,6 +168,7 @@ int main(void)
     test_files();
     test_enumerate_and_names();
     test_launch_attributes();
+    test_linker();
     unlink(path);
     return check_summary("test_library");
 }

@@ -317,4 +317,22 @@ public interface CudaBackend {
     default int ctxDisablePeerAccess(long peer) {
         return CuResult.NOT_SUPPORTED;
     }
+
+    /** cuLinkCreate with {@code count} JIT options; the state in {@code out.handle}. */
+    default int linkCreate(Out out, int count, long options, long values) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int linkAddData(long state, int type, long data, long size, String name, int count, long options, long values) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** The linked image (owned by the state): {@code out.address}, {@code out.bytes}. */
+    default int linkComplete(Out out, long state) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int linkDestroy(long state) {
+        return CuResult.NOT_SUPPORTED;
+    }
 }

@@ -48,4 +48,9 @@ final class CudaDriverKernels {
     static native int cuDeviceGetP2PAttribute(long pvalue, int attrib, int src, int dst);
     static native int cuCtxEnablePeerAccess(long peer, int flags);
     static native int cuCtxDisablePeerAccess(long peer);
+    static native int cuLinkCreate_v2(int numOptions, long options, long values, long pstate);
+    static native int cuLinkAddData_v2(long state, int type, long data, long size, String name, int numOptions,
+                                       long options, long values);
+    static native int cuLinkComplete(long state, long pcubin, long psize);
+    static native int cuLinkDestroy(long state);
 }

@@ -713,4 +713,36 @@ public final class JnaCudaBackend implements CudaBackend {
     public int ctxDisablePeerAccess(long peer) {
         return KERNELS ? CudaDriverKernels.cuCtxDisablePeerAccess(peer) : CuResult.NOT_SUPPORTED;
     }
+
+    @Override
+    public int linkCreate(Out o, int count, long options, long values) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuLinkCreate_v2(count, count == 0 ? 0 : options, count == 0 ? 0 : values, s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int linkAddData(long state, int type, long data, long size, String name, int count, long options, long values) {
+        return KERNELS ? CudaDriverKernels.cuLinkAddData_v2(state, type, data, size, name, count, count == 0 ? 0 : options,
+                count == 0 ? 0 : values) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int linkComplete(Out o, long state) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuLinkComplete(state, s(o, 0), s(o, 1));
+        o.address = UnsafeApi.getLong(s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 1));
+        return r;
+    }
+
+    @Override
+    public int linkDestroy(long state) {
+        return KERNELS ? CudaDriverKernels.cuLinkDestroy(state) : CuResult.NOT_SUPPORTED;
+    }
 }
