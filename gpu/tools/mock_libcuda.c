@@ -254,7 +254,10 @@ CUresult cuEventQuery(CUevent e) { (void)e; return CUDA_SUCCESS; }
 CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { *ms = (float)(*(double *)(void *)b - *(double *)(void *)a); return CUDA_SUCCESS; }
 
 static const char *const kernel_names[] = { "vector_add", "matmul", "scale_add", "spin_then_fill", "sum_u32",
-                                            "fill_index", "empty_kernel", "sleep_kernel" };
+                                            "fill_index", "empty_kernel", "sleep_kernel",
+                                            /* gpu/kernels/kernel_path.cu (also a library below) */
+                                            "kp_scale", "kp_fill_global", "kp_cluster_rank", "kp_grid_sum",
+                                            "kp_large_param" };
 CUresult cuModuleLoadData(CUmodule *m, const void *image) { NEED_CTX(); if (!image) return CUDA_ERROR_INVALID_VALUE; *m = (CUmodule)&module_object; return CUDA_SUCCESS; }
 CUresult cuModuleLoadFatBinary(CUmodule *m, const void *image)
 {
@@ -268,6 +271,7 @@ static float vector_add_bias[4]; /* gpu/kernels/vector_add.cu's __device__ globa
 CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name)
 {
     (void)m;
+    if (strcmp(name, "kp_counter") == 0) return cuLibraryGetGlobal(dptr, bytes, NULL, name); /* kernel_path's linked module */
     if (strcmp(name, "vector_add_bias") != 0) return CUDA_ERROR_NOT_FOUND;
     if (dptr) *dptr = (CUdeviceptr)(uintptr_t)vector_add_bias;
     if (bytes) *bytes = sizeof vector_add_bias;
@@ -293,6 +297,8 @@ CUresult cuOccupancyMaxPotentialBlockSize(int *grid, int *block, CUfunction f, C
     *block = 256;
     return CUDA_SUCCESS;
 }
+
+static int kernel_path_launch(const char *name, unsigned gx, unsigned bx, void **params);
 
 /* Parameter i of the launch: from kernelParams, or at `offset` in the extra buffer. */
 static void *param(void **kernel_params, void **extra, int i, size_t offset)
@@ -355,8 +361,141 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
         double until = now_ms() + (double)P(unsigned long long, 0, 0) * 1e-6;
         while (now_ms() < until) {
         }
-    } else if (strcmp(name, "empty_kernel") != 0) {
+    } else if (strcmp(name, "empty_kernel") != 0 && !kernel_path_launch(name, gx, bx, kernelParams)) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
     return CUDA_SUCCESS;
 }
+
+/* ---- gpu/kernels/kernel_path.cu as a CUDA 12 library (gpu/programs/kernel_path.c) ---- */
+static int kp_counter[4]; /* kernel_path.cu's __device__ global */
+static struct { int tag; } library_object;
+static unsigned launch_cluster_x = 1; /* the cluster dimension of the launch running (cuLaunchKernelEx) */
+
+static int kernel_path_launch(const char *name, unsigned gx, unsigned bx, void **params)
+{
+    if (params == NULL) return 0;
+    if (strcmp(name, "kp_scale") == 0) {
+        float *x = (float *)(uintptr_t)*(CUdeviceptr *)params[0], s = *(float *)params[1];
+        int n = *(int *)params[2];
+        for (long i = 0; i < (long)gx * bx && i < n; i++) x[i] = x[i] * s + (float)i;
+    } else if (strcmp(name, "kp_fill_global") == 0) {
+        for (int i = 0; i < 4; i++) kp_counter[i] = *(int *)params[0] + i;
+    } else if (strcmp(name, "kp_cluster_rank") == 0) {
+        unsigned *out = (unsigned *)(uintptr_t)*(CUdeviceptr *)params[0];
+        for (unsigned b = 0; b < gx; b++) out[b] = b % launch_cluster_x;
+    } else if (strcmp(name, "kp_grid_sum") == 0) {
+        unsigned *out = (unsigned *)(uintptr_t)*(CUdeviceptr *)params[0];
+        for (unsigned b = 0; b < gx; b++) out[0] += b;
+        out[1] = out[0];
+    } else if (strcmp(name, "kp_large_param") == 0) {
+        const unsigned *v = params[0];
+        unsigned long long *out = (unsigned long long *)(uintptr_t)*(CUdeviceptr *)params[1], s = 0;
+        for (int i = 0; i < 8000; i++) s += v[i];
+        *out = s;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv, unsigned int nj,
+                           CUlibraryOption *lo, void **lv, unsigned int nl)
+{
+    (void)jo; (void)jv; (void)nj; (void)lo; (void)lv; (void)nl;
+    NEED_INIT();
+    if (code == NULL) return CUDA_ERROR_INVALID_VALUE;
+    *lib = (CUlibrary)&library_object;
+    return CUDA_SUCCESS;
+}
+CUresult cuLibraryLoadFromFile(CUlibrary *lib, const char *path, CUjit_option *jo, void **jv, unsigned int nj,
+                               CUlibraryOption *lo, void **lv, unsigned int nl)
+{
+    if (access(path, R_OK) != 0) return CUDA_ERROR_FILE_NOT_FOUND;
+    return cuLibraryLoadData(lib, path, jo, jv, nj, lo, lv, nl);
+}
+CUresult cuLibraryUnload(CUlibrary lib) { return lib == (CUlibrary)&library_object ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib) { (void)lib; *count = 5; return CUDA_SUCCESS; }
+CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name)
+{
+    (void)lib;
+    for (size_t i = 0; i < sizeof kernel_names / sizeof kernel_names[0]; i++) {
+        if (strncmp(kernel_names[i], "kp_", 3) == 0 && strcmp(kernel_names[i], name) == 0) {
+            *k = (CUkernel)(uintptr_t)kernel_names[i];
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_NOT_FOUND;
+}
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary lib, const char *name)
+{
+    (void)lib;
+    if (strcmp(name, "kp_counter") != 0) return CUDA_ERROR_NOT_FOUND;
+    *dptr = (CUdeviceptr)(uintptr_t)kp_counter;
+    *bytes = sizeof kp_counter;
+    return CUDA_SUCCESS;
+}
+CUresult cuLibraryGetModule(CUmodule *m, CUlibrary lib) { (void)lib; *m = (CUmodule)&module_object; return CUDA_SUCCESS; }
+CUresult cuKernelGetFunction(CUfunction *f, CUkernel k) { *f = (CUfunction)k; return CUDA_SUCCESS; }
+CUresult cuKernelGetLibrary(CUlibrary *lib, CUkernel k) { (void)k; *lib = (CUlibrary)&library_object; return CUDA_SUCCESS; }
+CUresult cuFuncGetName(const char **name, CUfunction f) { *name = (const char *)(uintptr_t)f; return CUDA_SUCCESS; }
+CUresult cuKernelGetParamInfo(CUkernel k, size_t index, size_t *offset, size_t *size)
+{
+    (void)k;
+    *offset = index * 8;
+    *size = 4;
+    return CUDA_SUCCESS;
+}
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+    launch_cluster_x = 1;
+    for (unsigned i = 0; i < config->numAttrs; i++) {
+        if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) launch_cluster_x = config->attrs[i].value.clusterDim.x;
+        else if (config->attrs[i].id != CU_LAUNCH_ATTRIBUTE_COOPERATIVE) return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult r = cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                                config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream, params,
+                                extra);
+    launch_cluster_x = 1;
+    return r;
+}
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                   unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params)
+{
+    return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, s, params, NULL);
+}
+CUresult cuOccupancyMaxPotentialClusterSize(int *size, CUfunction f, const CUlaunchConfig *c) { (void)f; (void)c; *size = 8; return CUDA_SUCCESS; }
+CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *c) { (void)f; (void)c; *n = 66; return CUDA_SUCCESS; }
+CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *smem, CUfunction f, int blocks, int threads)
+{
+    (void)f; (void)blocks; (void)threads;
+    *smem = 232448;
+    return CUDA_SUCCESS;
+}
+static CUfunc_cache cache_config;
+CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id) { (void)ctx; NEED_CTX(); *id = 1; return CUDA_SUCCESS; }
+CUresult cuCtxSetCacheConfig(CUfunc_cache c) { NEED_CTX(); cache_config = c; return CUDA_SUCCESS; }
+CUresult cuCtxGetCacheConfig(CUfunc_cache *c) { NEED_CTX(); *c = cache_config; return CUDA_SUCCESS; }
+CUresult cuCtxResetPersistingL2Cache(void) { NEED_CTX(); return CUDA_SUCCESS; }
+CUresult cuCtxRecordEvent(CUcontext ctx, CUevent e) { (void)ctx; return cuEventRecord(e, NULL); }
+CUresult cuCtxWaitEvent(CUcontext ctx, CUevent e) { (void)ctx; (void)e; return CUDA_SUCCESS; }
+CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer) { (void)dev; (void)peer; *can = 0; return CUDA_SUCCESS; }
+CUresult cuDeviceGetP2PAttribute(int *v, CUdevice_P2PAttribute a, CUdevice s, CUdevice d) { (void)v; (void)a; (void)s; (void)d; return CUDA_ERROR_INVALID_DEVICE; }
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) { (void)peer; (void)flags; return CUDA_ERROR_INVALID_DEVICE; }
+CUresult cuCtxDisablePeerAccess(CUcontext peer) { (void)peer; return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED; }
+static const unsigned char linked_image[16] = { 0x7f, 'E', 'L', 'F', 2 };
+static struct { int tag; } link_object;
+CUresult cuLinkCreate(unsigned int n, CUjit_option *o, void **v, CUlinkState *state)
+{
+    (void)n; (void)o; (void)v;
+    NEED_CTX();
+    *state = (CUlinkState)&link_object;
+    return CUDA_SUCCESS;
+}
+CUresult cuLinkAddFile(CUlinkState s, CUjitInputType t, const char *path, unsigned int n, CUjit_option *o, void **v)
+{
+    (void)s; (void)t; (void)n; (void)o; (void)v;
+    return access(path, R_OK) == 0 ? CUDA_SUCCESS : CUDA_ERROR_FILE_NOT_FOUND;
+}
+CUresult cuLinkComplete(CUlinkState s, void **cubin, size_t *size) { (void)s; *cubin = (void *)linked_image; *size = sizeof linked_image; return CUDA_SUCCESS; }
+CUresult cuLinkDestroy(CUlinkState s) { (void)s; return CUDA_SUCCESS; }

@@ -57,4 +57,16 @@ struct CUlaunchAttribute_st {
     CUlaunchAttributeValue value;
 };
 
+/* CUctxCreateParams (cuCtxCreate_v4) as cuda.h lays it out; the guest only reads which is set. */
+typedef struct CUctxCigParam_st {
+    int sharedDataType;
+    void *sharedData;
+} CUctxCigParam;
+
+struct CUctxCreateParams_st {
+    CUexecAffinityParam *execAffinityParams;
+    int numExecAffinityParams;
+    CUctxCigParam *cigParams;
+};
+
 #endif

@@ -82,8 +82,9 @@ static CUresult get_layout(CUfunction f, const struct layout **out)
     return CUDA_SUCCESS;
 }
 
-static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream stream,
-                       void **kernelParams, void **extra)
+/* Packs a launch's parameters (kernelParams by the layout, or extra's buffer) into one buffer:
+ * *params and *size, valid until the thread's next launch. */
+static CUresult pack(CUfunction f, void **kernelParams, void **extra, const void **out, size_t *out_size)
 {
     static _Thread_local uint8_t buffer[MAX_PARAM_BYTES];
     const void *params = buffer;
@@ -117,6 +118,19 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
         params = pointer;
         size = *length;
     }
+    *out = params;
+    *out_size = size;
+    return CUDA_SUCCESS;
+}
+
+static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream stream,
+                       void **kernelParams, void **extra)
+{
+    const void *params = NULL;
+    size_t size = 0;
+    CUresult r = pack(f, kernelParams, extra, &params, &size);
+    if (r != CUDA_SUCCESS)
+        return r;
     return ivc_launch(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream, params,
                       (uint32_t)size);
 }
@@ -143,15 +157,26 @@ static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **ker
 {
     if (config == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (config->numAttrs != 0) {
-        ivc_log("cuLaunchKernelEx with %u launch attributes is not supported (CUDA_ERROR_NOT_SUPPORTED)",
-                config->numAttrs);
-        return CUDA_ERROR_NOT_SUPPORTED;
-    }
     unsigned grid[3] = {config->gridDimX, config->gridDimY, config->gridDimZ};
     unsigned block[3] = {config->blockDimX, config->blockDimY, config->blockDimZ};
     CUstream stream = ptsz && config->hStream == NULL ? CU_STREAM_PER_THREAD : config->hStream;
-    return launch(f, grid, block, config->sharedMemBytes, stream, kernelParams, extra);
+    if (config->numAttrs == 0)
+        return launch(f, grid, block, config->sharedMemBytes, stream, kernelParams, extra);
+    /* the attributes travel as CUDA lays them out; the server passes the scalar ones on */
+    if (config->attrs == NULL || config->numAttrs > IVC_MAX_LAUNCH_ATTRIBUTES)
+        return CUDA_ERROR_INVALID_VALUE;
+    const void *params = NULL;
+    size_t size = 0;
+    CUresult r = pack(f, kernelParams, extra, &params, &size);
+    if (r != CUDA_SUCCESS)
+        return r;
+    return ivc_launch_ex(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], config->sharedMemBytes, stream,
+                         config->attrs, config->numAttrs * sizeof(CUlaunchAttribute), params, (uint32_t)size);
+}
+
+CUresult ivc_launch_config(const CUlaunchConfig *config, CUfunction f, void **kernelParams, int ptsz)
+{
+    return launch_ex(config, f, kernelParams, NULL, ptsz);
 }
 
 IVC_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)

@@ -366,6 +366,33 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         w_buf(out, ids, 8 * (n < 512 ? n : 512));
         return CUDA_SUCCESS;
     }
+    case IVC_OP_ivc_link_create: /* the "linker" concatenates its inputs */
+        fake.link_size = 0;
+        w_u64(out, 0x1F00000100000001ULL);
+        return CUDA_SUCCESS;
+    case IVC_OP_ivc_link_add_data: {
+        r_u64(in);
+        r_u64(in);
+        uint64_t size = r_u64(in), n;
+        r_buf(in, &n);
+        if (fake.link_size + size > sizeof fake.link_image)
+            return CUDA_ERROR_INVALID_VALUE; /* (the guest has sent its bytes: the test keeps inputs small) */
+        receive_stream(i, fake.link_image + fake.link_size, size);
+        fake.link_size += size;
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_link_complete:
+        w_u64(out, fake.link_size);
+        return CUDA_SUCCESS;
+    case IVC_OP_ivc_link_read: {
+        r_u64(in);
+        uint64_t size = r_u64(in);
+        send_stream(i, fake.link_image, size);
+        return size == fake.link_size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
+    case IVC_OP_ivc_link_destroy:
+        atomic_fetch_add(&fake.link_destroys, 1);
+        return CUDA_SUCCESS;
     case IVC_OP_ivc_function_name:
         atomic_fetch_add(&fake.name_calls, 1);
         w_buf(out, "_Z4funcv", 9);
@@ -378,6 +405,7 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         w_buf(out, entries, sizeof entries);
         return CUDA_SUCCESS;
     }
+    case IVC_OP_ivc_launch_ex:
     case IVC_OP_ivc_launch: {
         r_u64(in);
         fake.last_launch_grid_x = (unsigned)r_u64(in);
@@ -385,6 +413,13 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
             r_u64(in);
         r_u64(in);
         uint64_t n;
+        if (opcode == IVC_OP_ivc_launch_ex) { /* the attributes, as CUDA lays them out */
+            const uint8_t *attrs = r_buf(in, &n);
+            r_u64(in);
+            fake.last_launch_attrs = (unsigned)(n / 72);
+            fake.last_launch_attr_id = n >= 72 ? (int)ivc_read32(attrs) : -1;
+            fake.last_launch_attr_value = n >= 72 ? (int)ivc_read32(attrs + 8) : -1;
+        }
         const uint8_t *params = r_buf(in, &n);
         if (params != NULL && n <= sizeof fake.last_launch) {
             memcpy(fake.last_launch, params, n);

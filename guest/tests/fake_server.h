@@ -46,6 +46,12 @@ struct fake_state {
     atomic_int library_loads;       /* ivc_library_load requests */
     atomic_int enumerate_calls;     /* ivc_library_enumerate_kernels requests */
     atomic_int name_calls;          /* ivc_function_name requests */
+    atomic_uint last_launch_attrs;  /* ivc_launch_ex: attributes of the last one */
+    atomic_int last_launch_attr_id; /* and its first attribute's id and first value word */
+    atomic_int last_launch_attr_value;
+    uint8_t link_image[65536];      /* ivc_link_add_data inputs, concatenated */
+    uint64_t link_size;
+    atomic_int link_destroys;
 };
 
 extern struct fake_state fake;

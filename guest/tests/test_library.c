@@ -1,6 +1,6 @@
 /* Libraries and kernels on the guest side, against the in-process fake server: images shared
  * with modules (sent once), files read and sent, library options, kernels enumerated in pieces
- * that fit the response area, names copied once. */
+ * that fit the response area, names copied once, launches with attributes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +82,79 @@ static void test_enumerate_and_names(void)
     CHECK(fake.name_calls == 1); /* kept */
 }
 
+CUresult cuLaunchCooperativeKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                   CUstream, void **);
+CUresult cuLaunchKernelEx(const CUlaunchConfig *, CUfunction, void **, void **);
+CUresult cuCtxGetDevice(CUdevice *);
+
+/* kernel(int a, double b, char c, void *p) in the fake server's layout */
+static void test_launch_attributes(void)
+{
+    int a = 1;
+    double b = 2;
+    char c = 3;
+    void *p = NULL;
+    void *params[] = {&a, &b, &c, &p};
+    CUdevice device;
+    CUfunction f = (CUfunction)(uintptr_t)FAKE_FUNCTION;
+    CHECK(cuLaunchCooperativeKernel(f, 5, 1, 1, 32, 1, 1, 0, NULL, params) == CUDA_SUCCESS);
+    CHECK(cuCtxGetDevice(&device) == CUDA_SUCCESS); /* a sync call: the ring drains first */
+    CHECK(fake.last_launch_grid_x == 5 && fake.last_launch_attrs == 1);
+    CHECK(fake.last_launch_attr_id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && fake.last_launch_attr_value == 1);
+    CHECK(fake.last_launch_size == 32 && fake.last_launch[0] == 1); /* packed as cuLaunchKernel packs */
+    CUlaunchAttribute cluster[2];
+    memset(cluster, 0, sizeof cluster);
+    cluster[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster[0].value.clusterDim.x = 2;
+    cluster[0].value.clusterDim.y = cluster[0].value.clusterDim.z = 1;
+    cluster[1].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    CUlaunchConfig config = {4, 1, 1, 64, 1, 1, 0, NULL, cluster, 2};
+    CHECK(cuLaunchKernelEx(&config, f, params, NULL) == CUDA_SUCCESS);
+    CHECK(cuCtxGetDevice(&device) == CUDA_SUCCESS); /* a sync call: the ring drains first */
+    CHECK(fake.last_launch_attrs == 2 && fake.last_launch_attr_id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+    CHECK(fake.last_launch_attr_value == 2);
+    config.numAttrs = 17; /* more than a launch may carry */
+    CHECK(cuLaunchKernelEx(&config, f, params, NULL) == CUDA_ERROR_INVALID_VALUE);
+    config.attrs = NULL;
+    config.numAttrs = 1;
+    CHECK(cuLaunchKernelEx(&config, f, params, NULL) == CUDA_ERROR_INVALID_VALUE);
+}
+
+CUresult cuLinkCreate_v2(unsigned, CUjit_option *, void **, CUlinkState *);
+CUresult cuLinkAddData_v2(CUlinkState, CUjitInputType, void *, size_t, const char *, unsigned, CUjit_option *,
+                          void **);
+CUresult cuLinkAddFile_v2(CUlinkState, CUjitInputType, const char *, unsigned, CUjit_option *, void **);
+CUresult cuLinkComplete(CUlinkState, void **, size_t *);
+CUresult cuLinkDestroy(CUlinkState);
+
+/* ptxjit's pattern: log buffers answered empty here, inputs sent, the image back in a buffer the
+ * guest owns until cuLinkDestroy. */
+static void test_linker(void)
+{
+    char info[64] = "x", error[64] = "x";
+    CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
+                              CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {info, (void *)(uintptr_t)sizeof info, error, (void *)(uintptr_t)sizeof error};
+    CUlinkState state = NULL;
+    CHECK(cuLinkCreate_v2(4, options, values, &state) == CUDA_SUCCESS && state != NULL);
+    CHECK(info[0] == 0 && error[0] == 0);
+    static char first[10000];
+    memset(first, 'p', sizeof first);
+    CHECK(cuLinkAddData_v2(state, 1, first, sizeof first, "first.ptx", 0, NULL, NULL) == CUDA_SUCCESS);
+    char path[] = "/tmp/ivcuda-link-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(write(fd, "qq", 2) == 2);
+    close(fd);
+    CHECK(cuLinkAddFile_v2(state, 1, path, 0, NULL, NULL) == CUDA_SUCCESS);
+    unlink(path);
+    void *cubin = NULL;
+    size_t size = 0;
+    CHECK(cuLinkComplete(state, &cubin, &size) == CUDA_SUCCESS);
+    CHECK(size == sizeof first + 3 && cubin != NULL); /* the file travels NUL-terminated */
+    CHECK(size == sizeof first + 3 && ((char *)cubin)[0] == 'p' && ((char *)cubin)[sizeof first] == 'q');
+    CHECK(cuLinkDestroy(state) == CUDA_SUCCESS && fake.link_destroys == 1);
+}
+
 int main(void)
 {
     char path[] = "/tmp/ivcuda-test-XXXXXX";
@@ -94,6 +167,8 @@ int main(void)
     test_library_options();
     test_files();
     test_enumerate_and_names();
+    test_launch_attributes();
+    test_linker();
     unlink(path);
     return check_summary("test_library");
 }

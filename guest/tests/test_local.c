@@ -27,7 +27,13 @@ static void test_errors_and_version(void)
     CHECK(cuDriverGetVersion(&version) == 0 && version == IVC_API_VERSION);
     CHECK(cuDriverGetVersion(NULL) == CUDA_ERROR_INVALID_VALUE);
     CUcontext context;
-    CHECK(cuCtxCreate_v4(&context, (CUctxCreateParams *)&version, 0, 0) == CUDA_ERROR_NOT_SUPPORTED);
+    /* cuCtxCreate_v4: CIG or execution affinity cannot work remotely; both at once is invalid */
+    CUctxCigParam cig = {1, &version};
+    CUctxCreateParams with_cig = {NULL, 0, &cig}, with_affinity = {(CUexecAffinityParam *)&version, 1, NULL},
+                      with_both = {(CUexecAffinityParam *)&version, 1, &cig};
+    CHECK(cuCtxCreate_v4(&context, &with_cig, 0, 0) == CUDA_ERROR_NOT_SUPPORTED);
+    CHECK(cuCtxCreate_v4(&context, &with_affinity, 0, 0) == CUDA_ERROR_NOT_SUPPORTED);
+    CHECK(cuCtxCreate_v4(&context, &with_both, 0, 0) == CUDA_ERROR_INVALID_VALUE);
     CHECK(cuCtxCreate_v3(&context, (CUexecAffinityParam *)&version, 1, 0, 0) == CUDA_ERROR_NOT_SUPPORTED);
 }
 

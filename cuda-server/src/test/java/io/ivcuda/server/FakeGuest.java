@@ -197,7 +197,11 @@ final class FakeGuest implements AutoCloseable {
 
         /** A streamed device→host copy: the server fills, the guest drains. */
         Response dtohStream(long src, byte[] into) {
-            Request r = Requests.ivc_memcpy_dtoh_stream(src, 0, into.length);
+            return dtohStreamRequest(Requests.ivc_memcpy_dtoh_stream(src, 0, into.length), into);
+        }
+
+        /** Any request whose answer's bytes follow through the window (e.g. ivc_link_read). */
+        Response dtohStreamRequest(Request r, byte[] into) {
             long seq = publish(r.opcode, r.length, r.payload, r.length);
             int half = windowSize / 2;
             long chunk = control.guestChunkAcquire();

@@ -33,7 +33,7 @@ final class HostileGuestFuzzer {
     static final long SIZE = 16L << 20;
     /** Functions whose bytes follow through the window: covered by the tampering test, not here. */
     private static final Set<Integer> STREAMED = Set.of(Opcodes.IVC_MEMCPY_HTOD_STREAM, Opcodes.IVC_MEMCPY_DTOH_STREAM,
-            Opcodes.IVC_MODULE_LOAD);
+            Opcodes.IVC_MODULE_LOAD, Opcodes.IVC_LIBRARY_LOAD, Opcodes.IVC_LINK_ADD_DATA, Opcodes.IVC_LINK_READ);
     private static final List<Method> ENCODERS = new ArrayList<>();
 
     static {

@@ -38,7 +38,7 @@ class LibraryTest {
     static final long MODULE = 0xB300;
 
     /** One library with kernels "k0", "k1", "k2"; kernel(int a): one parameter of 4 bytes. */
-    static final class LibraryBackend extends HostMemoryBackend {
+    static class LibraryBackend extends HostMemoryBackend {
         final List<Long> launched = new CopyOnWriteArrayList<>();
         final List<Long> unloaded = new CopyOnWriteArrayList<>();
         volatile int jitCount = -1;

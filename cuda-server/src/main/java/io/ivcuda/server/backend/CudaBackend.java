@@ -244,4 +244,95 @@ public interface CudaBackend {
     default int funcGetName(Out out, long function) {
         return CuResult.NOT_SUPPORTED;
     }
+
+    /** cuLaunchKernelEx over a CUlaunchConfig at {@code config} (the caller's native memory). */
+    default int launchKernelEx(long config, long function, long kernelParams) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** {@code out.value}. */
+    default int occupancyMaxActiveClusters(Out out, long function, long config) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** {@code out.value}. */
+    default int occupancyMaxPotentialClusterSize(Out out, long function, long config) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** {@code out.bytes}. */
+    default int occupancyAvailableDynamicSMemPerBlock(Out out, long function, int numBlocks, int blockSize) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** The context's id in {@code out.handle} (ctx 0: the current one). */
+    default int ctxGetId(Out out, long ctx) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int ctxGetCacheConfig(Out out) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int ctxSetCacheConfig(int config) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int ctxGetSharedMemConfig(Out out) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int ctxSetSharedMemConfig(int config) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int funcSetSharedMemConfig(long function, int config) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int ctxResetPersistingL2Cache() {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int ctxRecordEvent(long ctx, long event) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int ctxWaitEvent(long ctx, long event) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int deviceCanAccessPeer(Out out, int device, int peer) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int deviceGetP2PAttribute(Out out, int attribute, int src, int dst) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int ctxEnablePeerAccess(long peer, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int ctxDisablePeerAccess(long peer) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuLinkCreate with {@code count} JIT options; the state in {@code out.handle}. */
+    default int linkCreate(Out out, int count, long options, long values) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int linkAddData(long state, int type, long data, long size, String name, int count, long options, long values) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** The linked image (owned by the state): {@code out.address}, {@code out.bytes}. */
+    default int linkComplete(Out out, long state) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int linkDestroy(long state) {
+        return CuResult.NOT_SUPPORTED;
+    }
 }

@@ -31,4 +31,26 @@ final class CudaDriverKernels {
     static native int cuKernelGetParamInfo(long kernel, long index, long poffset, long psize);
     static native int cuKernelGetName(long pname, long kernel);
     static native int cuFuncGetName(long pname, long func);
+    static native int cuLaunchKernelEx(long config, long f, long kernelParams, long extra);
+    static native int cuOccupancyMaxActiveClusters(long pn, long f, long config);
+    static native int cuOccupancyMaxPotentialClusterSize(long pn, long f, long config);
+    static native int cuOccupancyAvailableDynamicSMemPerBlock(long psize, long f, int numBlocks, int blockSize);
+    static native int cuCtxGetId(long ctx, long pid);
+    static native int cuCtxGetCacheConfig(long pconfig);
+    static native int cuCtxSetCacheConfig(int config);
+    static native int cuCtxGetSharedMemConfig(long pconfig);
+    static native int cuCtxSetSharedMemConfig(int config);
+    static native int cuFuncSetSharedMemConfig(long f, int config);
+    static native int cuCtxResetPersistingL2Cache();
+    static native int cuCtxRecordEvent(long ctx, long event);
+    static native int cuCtxWaitEvent(long ctx, long event);
+    static native int cuDeviceCanAccessPeer(long pcan, int dev, int peer);
+    static native int cuDeviceGetP2PAttribute(long pvalue, int attrib, int src, int dst);
+    static native int cuCtxEnablePeerAccess(long peer, int flags);
+    static native int cuCtxDisablePeerAccess(long peer);
+    static native int cuLinkCreate_v2(int numOptions, long options, long values, long pstate);
+    static native int cuLinkAddData_v2(long state, int type, long data, long size, String name, int numOptions,
+                                       long options, long values);
+    static native int cuLinkComplete(long state, long pcubin, long psize);
+    static native int cuLinkDestroy(long state);
 }

@@ -588,4 +588,161 @@ public final class JnaCudaBackend implements CudaBackend {
         o.address = UnsafeApi.getLong(s(o, 0));
         return r;
     }
+
+    @Override
+    public int launchKernelEx(long config, long function, long kernelParams) {
+        return KERNELS ? CudaDriverKernels.cuLaunchKernelEx(config, function, kernelParams, 0) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int occupancyMaxActiveClusters(Out o, long function, long config) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuOccupancyMaxActiveClusters(s(o, 0), function, config);
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int occupancyMaxPotentialClusterSize(Out o, long function, long config) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuOccupancyMaxPotentialClusterSize(s(o, 0), function, config);
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int occupancyAvailableDynamicSMemPerBlock(Out o, long function, int numBlocks, int blockSize) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuOccupancyAvailableDynamicSMemPerBlock(s(o, 0), function, numBlocks, blockSize);
+        o.bytes = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int ctxGetId(Out o, long ctx) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuCtxGetId(ctx, s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int ctxGetCacheConfig(Out o) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuCtxGetCacheConfig(s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int ctxSetCacheConfig(int config) {
+        return KERNELS ? CudaDriverKernels.cuCtxSetCacheConfig(config) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int ctxGetSharedMemConfig(Out o) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuCtxGetSharedMemConfig(s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int ctxSetSharedMemConfig(int config) {
+        return KERNELS ? CudaDriverKernels.cuCtxSetSharedMemConfig(config) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int funcSetSharedMemConfig(long function, int config) {
+        return KERNELS ? CudaDriverKernels.cuFuncSetSharedMemConfig(function, config) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int ctxResetPersistingL2Cache() {
+        return KERNELS ? CudaDriverKernels.cuCtxResetPersistingL2Cache() : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int ctxRecordEvent(long ctx, long event) {
+        return KERNELS ? CudaDriverKernels.cuCtxRecordEvent(ctx, event) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int ctxWaitEvent(long ctx, long event) {
+        return KERNELS ? CudaDriverKernels.cuCtxWaitEvent(ctx, event) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int deviceCanAccessPeer(Out o, int device, int peer) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuDeviceCanAccessPeer(s(o, 0), device, peer);
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int deviceGetP2PAttribute(Out o, int attribute, int src, int dst) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuDeviceGetP2PAttribute(s(o, 0), attribute, src, dst);
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int ctxEnablePeerAccess(long peer, int flags) {
+        return KERNELS ? CudaDriverKernels.cuCtxEnablePeerAccess(peer, flags) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int ctxDisablePeerAccess(long peer) {
+        return KERNELS ? CudaDriverKernels.cuCtxDisablePeerAccess(peer) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int linkCreate(Out o, int count, long options, long values) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuLinkCreate_v2(count, count == 0 ? 0 : options, count == 0 ? 0 : values, s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int linkAddData(long state, int type, long data, long size, String name, int count, long options, long values) {
+        return KERNELS ? CudaDriverKernels.cuLinkAddData_v2(state, type, data, size, name, count, count == 0 ? 0 : options,
+                count == 0 ? 0 : values) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int linkComplete(Out o, long state) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuLinkComplete(state, s(o, 0), s(o, 1));
+        o.address = UnsafeApi.getLong(s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 1));
+        return r;
+    }
+
+    @Override
+    public int linkDestroy(long state) {
+        return KERNELS ? CudaDriverKernels.cuLinkDestroy(state) : CuResult.NOT_SUPPORTED;
+    }
 }

@@ -11,12 +11,30 @@ import java.util.concurrent.ConcurrentHashMap;
  * of kind function, so this is what tells a kernel from a function; a library's module belongs to
  * the library (only cuLibraryUnload unloads it); its globals stop being device memory of the
  * process when it goes. Native values are the driver's live objects: distinct while they live,
- * and forgotten here when their library is unloaded (a later object may reuse an address).
+ * and forgotten here when their library is unloaded (a later object may reuse an address). Also
+ * the completed images of link states (cuLinkComplete), forgotten when the state is destroyed.
  */
 public final class Libraries {
     private final Map<Long, Long> kernels = new ConcurrentHashMap<>();
     private final Map<Long, Long> modules = new ConcurrentHashMap<>();
     private final Map<Long, List<Long>> globals = new ConcurrentHashMap<>();
+
+    /** Completed link images (cuLinkComplete) by native link state: {address, size}, the driver's memory. */
+    private final Map<Long, long[]> linkOutputs = new ConcurrentHashMap<>();
+
+    public void linkOutput(long state, long address, long size) {
+        linkOutputs.put(state, new long[] {address, size});
+    }
+
+    /** The completed image of a link state ({address, size}), null if none. */
+    public long[] linkOutputOf(long state) {
+        return linkOutputs.get(state);
+    }
+
+    /** A link state goes: its image (the driver's) with it. */
+    public void forgetLink(long state) {
+        linkOutputs.remove(state);
+    }
 
     /** What a library left when it went: its modules and the bases of its globals. */
     public record Forgotten(List<Long> modules, List<Long> globals) {

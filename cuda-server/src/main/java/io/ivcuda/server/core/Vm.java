@@ -244,7 +244,7 @@ public final class Vm {
         int blocks = pool.freeAllOf(token).size();
         List<HandleTable.Entry> entries = handles.ownedBy(token);
         int[] order = {HandleTable.KIND_FUNCTION, HandleTable.KIND_EVENT, HandleTable.KIND_STREAM,
-            HandleTable.KIND_MODULE, HandleTable.KIND_LIBRARY, HandleTable.KIND_CTX};
+            HandleTable.KIND_MODULE, HandleTable.KIND_LIBRARY, HandleTable.KIND_LINK, HandleTable.KIND_CTX};
         for (int kind : order) {
             for (HandleTable.Entry e : entries) {
                 if (e.kind() != kind) {
@@ -260,6 +260,10 @@ public final class Vm {
                             withContext(e.extra(), out, () -> backend.moduleUnload(e.nativeValue()));
                             moduleUnloaded();
                         }
+                    }
+                    case HandleTable.KIND_LINK -> {
+                        libraries.forgetLink(e.nativeValue());
+                        backend.linkDestroy(e.nativeValue());
                     }
                     case HandleTable.KIND_LIBRARY -> {
                         libraries.forget(e.nativeValue());

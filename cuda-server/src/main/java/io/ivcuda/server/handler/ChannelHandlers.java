@@ -22,10 +22,12 @@ public final class ChannelHandlers implements ChannelCalls {
      */
     public ChannelHandlers(Vm vm, int index, long token, UnsafeBuffer channel, ChunkStream chunks, Reclaimer reclaimer) {
         session = new Session(vm, index, token, new ChannelFlyweight().wrap(channel, 0), chunks, reclaimer);
+        LaunchHandler launch = new LaunchHandler(session);
         handlers = new Handlers(session, new SessionHandler(session), new DeviceHandler(session),
                 new ContextHandler(session), new ModuleHandler(session), new MemoryHandler(session),
-                new CopyHandler(session), new StreamHandler(session), new LaunchHandler(session),
-                new ExportHandler(session), new LibraryHandler(session));
+                new CopyHandler(session), new StreamHandler(session), launch,
+                new ExportHandler(session), new LibraryHandler(session), new KernelLaunchHandler(session, launch),
+                new ContextExtHandler(session), new LinkHandler(session));
     }
 
     @Override

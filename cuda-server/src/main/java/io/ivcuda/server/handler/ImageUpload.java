@@ -47,16 +47,9 @@ final class ImageUpload {
             }
             try {
                 long copy = UnsafeApi.allocateMemory(imageSize);
-                int half = chunks.slotSize();
-                long chunk = chunks.next();
-                for (long done = 0; done < imageSize; done += half, chunk++) {
-                    long n = Math.min(half, imageSize - done);
-                    if (!chunks.awaitGuest(chunk + 1)) {
-                        UnsafeApi.freeMemory(copy);
-                        return CuResult.DEVICE_UNAVAILABLE;
-                    }
-                    UnsafeApi.copyMemory(chunks.slotAddress(chunk), copy + done, n);
-                    chunks.publish(chunk + 1);
+                if (!receive(chunks, copy, imageSize)) {
+                    UnsafeApi.freeMemory(copy);
+                    return CuResult.DEVICE_UNAVAILABLE;
                 }
                 long h = fnv1a(copy, imageSize);
                 if (h != imageHash) {
@@ -87,6 +80,20 @@ final class ImageUpload {
             return CuResult.NOT_FOUND;
         }
         return loader.load(image.address());
+    }
+
+    /** Copies {@code size} bytes arriving through the window (§6) to {@code to}; false if the guest went away. */
+    static boolean receive(ChunkStream chunks, long to, long size) {
+        int half = chunks.slotSize();
+        long chunk = chunks.next();
+        for (long done = 0; done < size; done += half, chunk++) {
+            if (!chunks.awaitGuest(chunk + 1)) {
+                return false;
+            }
+            UnsafeApi.copyMemory(chunks.slotAddress(chunk), to + done, Math.min(half, size - done));
+            chunks.publish(chunk + 1);
+        }
+        return true;
     }
 
     static long fnv1a(long address, long size) {

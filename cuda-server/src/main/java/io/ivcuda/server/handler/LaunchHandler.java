@@ -162,16 +162,33 @@ final class LaunchHandler implements LaunchCalls {
     public int ivc_launch(DirectBuffer in, long f, int gridDimX, int gridDimY, int gridDimZ, int blockDimX,
                           int blockDimY, int blockDimZ, int sharedMemBytes, long stream, int paramsIndex,
                           int paramsLength, int paramsSize) {
+        int result = packedParams(f, in, paramsIndex, paramsLength);
+        if (result != CuResult.SUCCESS) {
+            return result;
+        }
+        return session.cuda.launchKernel(packedFunction, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                sharedMemBytes, stream, packedParams);
+    }
+
+    /** What {@link #packedParams} found: the function (a kernel resolved) and its void** (0 when it has no parameters). */
+    long packedFunction;
+    long packedParams;
+
+    /**
+     * Resolves {@code f} (a CUkernel to its function) and rebuilds {@code void** kernelParams} over
+     * the packed bytes with the function's layout, validated against the layout's end: {@link
+     * #packedFunction}, {@link #packedParams}. For every launch that takes ivc_launch's packing.
+     */
+    int packedParams(long f, DirectBuffer in, int paramsIndex, int paramsLength) {
         int k = LibraryHandler.function(session, f);
         if (k != CuResult.SUCCESS) {
             return k;
         }
-        f = session.out.handle;
-        long[] entries = paramLayout(f);
+        long function = session.out.handle;
+        long[] entries = paramLayout(function);
         if (entries == null) {
             return layoutError;
         }
-        // rebuild void** kernelParams over the packed buffer, validated against the layout's end
         long params = session.out.scratch + 64;
         long base = in.addressOffset() + paramsIndex;
         long end = 0;
@@ -185,7 +202,8 @@ final class LaunchHandler implements LaunchCalls {
             session.warn("paramsSize", paramsLength + " is short of the kernel's parameter end " + end, CuResult.INVALID_VALUE);
             return CuResult.INVALID_VALUE;
         }
-        return session.cuda.launchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                sharedMemBytes, stream, entries.length == 0 ? 0 : params);
+        packedFunction = function;
+        packedParams = entries.length == 0 ? 0 : params;
+        return CuResult.SUCCESS;
     }
 }

@@ -54,19 +54,7 @@ final class LibraryHandler implements LibraryCalls {
         long options = session.out.scratch + 64;
         long values = options + 4L * MAX_JIT_OPTIONS;
         int count = jitOptionsLength / 16;
-        String bad = null;
-        if (jitOptionsLength != jitOptionsSize || jitOptionsLength % 16 != 0 || count > MAX_JIT_OPTIONS) {
-            bad = "jitOptionsSize " + jitOptionsSize + " is not (option, value) pairs of at most " + MAX_JIT_OPTIONS;
-        }
-        for (int i = 0; bad == null && i < count; i++) {
-            long option = in.getLong(jitOptionsIndex + 16 * i, ByteOrder.LITTLE_ENDIAN);
-            long value = in.getLong(jitOptionsIndex + 16 * i + 8, ByteOrder.LITTLE_ENDIAN);
-            if (!safeJitOption(option)) {
-                bad = "JIT option " + option + " is not one the server passes on";
-            }
-            UnsafeApi.putInt(options + 4L * i, (int) option);
-            UnsafeApi.putLong(values + 8L * i, value);
-        }
+        String bad = jitOptions(in, jitOptionsIndex, jitOptionsLength, jitOptionsSize, options, values);
         if (bad != null) {
             session.warn("jitOptions", bad, CuResult.INVALID_VALUE);
             return sendImage != 0 && !session.chunks.discard(imageSize) ? CuResult.DEVICE_UNAVAILABLE : CuResult.INVALID_VALUE;
@@ -78,6 +66,28 @@ final class LibraryHandler implements LibraryCalls {
             r.set(0, session.vm.handles().mint(KIND_LIBRARY, session.token(), session.out.handle, 0));
         }
         return result;
+    }
+
+    /**
+     * Copies (option, value) pairs into {@code options} (int[]) and {@code values} (void*[]) for the
+     * driver, {@code length / 16} of them; null, or why they are refused (not whole pairs, more than
+     * {@link #MAX_JIT_OPTIONS}, an option the server does not pass on). Libraries and the linker.
+     */
+    static String jitOptions(DirectBuffer in, int index, int length, long size, long options, long values) {
+        int count = length / 16;
+        if (length != size || length % 16 != 0 || count > MAX_JIT_OPTIONS) {
+            return "jitOptionsSize " + size + " is not (option, value) pairs of at most " + MAX_JIT_OPTIONS;
+        }
+        for (int i = 0; i < count; i++) {
+            long option = in.getLong(index + 16 * i, ByteOrder.LITTLE_ENDIAN);
+            long value = in.getLong(index + 16 * i + 8, ByteOrder.LITTLE_ENDIAN);
+            if (!safeJitOption(option)) {
+                return "JIT option " + option + " is not one the server passes on";
+            }
+            UnsafeApi.putInt(options + 4L * i, (int) option);
+            UnsafeApi.putLong(values + 8L * i, value);
+        }
+        return null;
     }
 
     private static boolean safeJitOption(long option) {
