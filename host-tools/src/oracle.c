@@ -42,8 +42,9 @@ extern char **environ;
 /* Highest user-space address on x86-64 with 4-level paging: a thread descriptor above it
  * is not the guest's. */
 #define USER_TOP 0x00007ffffffff000ull
-/* below this nothing is mapped by glibc's thread descriptors (mmap_min_addr and the program) */
-#define USER_BOTTOM 0x0000000010000000ull
+/* the first 2 MiB: no thread descriptor with a stack below it can be there (a non-PIE
+ * program's heap, where a static program's main thread has its descriptor, starts above) */
+#define USER_BOTTOM 0x0000000000200000ull
 /* glibc aligns struct pthread to 64 bytes */
 #define THREAD_ALIGN 64
 

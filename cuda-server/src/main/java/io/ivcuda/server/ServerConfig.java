@@ -1,6 +1,7 @@
 package io.ivcuda.server;
 
 import io.ivcuda.server.core.Limits;
+import io.ivcuda.server.integrity.IntegrityConfig;
 import java.nio.file.Path;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -20,14 +21,15 @@ public record ServerConfig(Path regionPath, long regionSize, String mode, String
                            int doorbellPeerUid, int doorbellParkTimeoutMs, String gpu,
                            long memoryQuota, String backend, int channelCount, int channelWindow,
                            int ownerTimeoutMs, long waitSpinUs, long waitParkMaxUs, long waitIdleParkMs, Path pidfile,
-                           String domainUuid, String domainName, Limits limits) {
+                           String domainUuid, String domainName, Limits limits, IntegrityConfig integrity) {
 
     static final Set<String> KEYS = Set.of("region.path", "region.size", "mode", "doorbell.socket",
             "doorbell.vectors", "doorbell.peer.uid", "doorbell.park.timeout.ms", "gpu",
             "memory.quota", "backend", "channel.count", "channel.window", "owner.timeout.ms", "wait.spin.us",
             "wait.park.max.us", "wait.idle.park.ms", "pidfile", "domain.uuid", "domain.name",
             "limit.handles.process", "limit.handles.vm", "limit.allocations.process", "limit.processes",
-            "limit.module.image.bytes", "log.refusals.per.kind", "log.refusals.window.ms");
+            "limit.module.image.bytes", "log.refusals.per.kind", "log.refusals.window.ms",
+            "integrity.oracle", "integrity.driver", "integrity.oracles", "integrity.timeout.ms");
 
     /**
      * How long a process's heartbeat may stand still (while the VM's goes on) before the server takes
@@ -105,7 +107,18 @@ public record ServerConfig(Path regionPath, long regionSize, String mode, String
                 r.number("wait.spin.us", 50, 0, 1_000_000), r.number("wait.park.max.us", 1000, 1, 1_000_000),
                 r.number("wait.idle.park.ms", 20, 0, 1000),
                 pidfile == null ? null : Path.of(pidfile), r.string("domain.uuid", ""), r.string("domain.name", ""),
-                limits(r));
+                limits(r), integrity(r));
+    }
+
+    private static IntegrityConfig integrity(Reader r) throws ConfigError {
+        IntegrityConfig d = IntegrityConfig.DEFAULT;
+        String driver = r.string("integrity.driver", d.driver());
+        if (driver.isBlank()) {
+            throw r.bad("integrity.driver", "is empty");
+        }
+        return new IntegrityConfig(Path.of(r.string("integrity.oracle", d.oracle().toString())), driver,
+                (int) r.number("integrity.oracles", d.oracles(), 0, 4096),
+                (int) r.number("integrity.timeout.ms", d.timeoutMs(), 100, 600_000));
     }
 
     private static Limits limits(Reader r) throws ConfigError {
