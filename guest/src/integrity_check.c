@@ -58,7 +58,7 @@ CUresult ivc_integrity_check(unsigned version, uint64_t unix_seconds, uint64_t r
         ivc_log("cudart's integrity check (export table d4082055 slot 1) needs the host's real driver; the server "
                 "answered %s%s: the runtime's initialisation fails here",
                 name, r == CUDA_ERROR_NOT_SUPPORTED ? " (a server without a GPU driver, such as its host-memory "
-                                                      "test backend, cannot answer it)" : "");
+                                                      "test backend, cannot answer it)" : " (no integrity oracle for this process: see the server's log)");
     }
     ivc_trace("integrity check (%u, %llu) -> %d", version, (unsigned long long)unix_seconds, r);
     return r;
