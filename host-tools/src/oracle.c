@@ -182,6 +182,28 @@ static int serve(const char *driver)
 
 /* ---- the launcher: namespaces, then the served stage as pid N -------------------------------- */
 
+/* 1 when a user namespace can be made here; else 0 with the reason in err */
+static int userns_works(char *err, size_t errlen)
+{
+    int p[2];
+    if (pipe(p) != 0) return 0;
+    pid_t child = fork();
+    if (child == 0) {
+        close(p[0]);
+        char why[160] = "";
+        int ok = userns_enter(why, sizeof why) == 0;
+        (void)!write(p[1], why, strlen(why) + 1);
+        _exit(ok ? 0 : 1);
+    }
+    close(p[1]);
+    ssize_t n = child > 0 ? read(p[0], err, errlen - 1) : -1;
+    err[n > 0 ? n : 0] = 0;
+    close(p[0]);
+    int status = -1;
+    if (child > 0) waitpid(child, &status, 0);
+    return child > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 static int launch(long pid, const char *driver)
 {
     struct oracle_ready r = { 0 };
@@ -193,10 +215,12 @@ static int launch(long pid, const char *driver)
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) return ready(&r, ORACLE_NO_NAMESPACE, "cannot find this program (/proc/self/exe)");
     self[n] = 0;
-    if (userns_enter(why, sizeof why) != 0) {
-        /* root has the capabilities a PID namespace needs without one */
-        if (geteuid() != 0) return ready(&r, ORACLE_NO_NAMESPACE, why);
+    /* root has the capabilities a PID namespace needs without a user namespace: it goes without
+     * one only where none can be made (tried in a child first: a half-made one cannot be left) */
+    if (geteuid() == 0 && !userns_works(why, sizeof why)) {
         fprintf(stderr, "ivcuda-integrity-oracle: %s; as root without one\n", why);
+    } else if (userns_enter(why, sizeof why) != 0) {
+        return ready(&r, ORACLE_NO_NAMESPACE, why);
     }
     /* inherited through execve: the served stage's driver lands where every oracle's does */
     if (personality(PER_LINUX | ADDR_NO_RANDOMIZE) < 0)
