@@ -15,8 +15,6 @@ import java.nio.file.Path;
  */
 public record IntegrityConfig(Path oracle, String driver, int oracles, int timeoutMs) {
 
-    public static final Path DEFAULT_ORACLE = Path.of("/usr/libexec/ivcuda/ivcuda-integrity-oracle");
-    public static final IntegrityConfig DEFAULT = new IntegrityConfig(DEFAULT_ORACLE, "libcuda.so.1", 16, 30_000);
-    /** No oracles: the tests and servers that want opcode 270 alone. */
-    public static final IntegrityConfig NONE = new IntegrityConfig(DEFAULT_ORACLE, "libcuda.so.1", 0, 30_000);
+    /** No oracles: a VM before the server attaches its own (the keys' defaults: common's ServerKeys). */
+    public static final IntegrityConfig NONE = new IntegrityConfig(Path.of("/nonexistent"), "libcuda.so.1", 0, 30_000);
 }
