@@ -264,9 +264,17 @@ start_server() {
         rm -f "$REGION_PATH"
     fi
     local mode_args=()
+    # cudart's integrity check: the server starts host-tools' oracle per guest process; from the
+    # tree it is built here (gcc only) and named, the installed default being /usr/libexec/ivcuda
+    local oracle=$BUILD_DIR/host-tools/ivcuda-integrity-oracle
+    if [ ! -x "$oracle" ] && ! make -s -C "$REPO_ROOT/host-tools" BUILD="$BUILD_DIR/host-tools" \
+        "$oracle" >>"$OUT/logs/build-host-tools.log" 2>&1; then
+        log "server: ivcuda-integrity-oracle not built (logs/build-host-tools.log): runtime-API programs will fail with 103"
+    fi
+    [ -x "$oracle" ] && mode_args+=(--set "integrity.oracle=$oracle")
     if [ "$IVCUDA_MODE" = doorbell ]; then
         rm -f "$DOORBELL_SOCKET"
-        mode_args=(--set mode=doorbell --set "doorbell.socket=$DOORBELL_SOCKET"
+        mode_args+=(--set mode=doorbell --set "doorbell.socket=$DOORBELL_SOCKET"
                    --set "doorbell.vectors=$DOORBELL_VECTORS" --set "channel.count=$DOORBELL_VECTORS")
     fi
     # shellcheck disable=SC2086 # SERVER_EXTRA_ARGS is a list of --set options on purpose

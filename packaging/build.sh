@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds the four ivcuda packages from the Maven build's outputs (no network inside the package build):
-#   packaging/out/ivcuda-host_<v>_all.deb, ivcuda-guest_<v>_<arch>.deb, ivcuda-host-<v>.noarch.rpm,
-#   ivcuda-guest-<v>.<arch>.rpm
+#   packaging/out/ivcuda-host_<v>_<arch>.deb, ivcuda-guest_<v>_<arch>.deb, ivcuda-host-<v>.<arch>.rpm,
+#   ivcuda-guest-<v>.<arch>.rpm (the host package holds a program too: ivcuda-integrity-oracle)
 # Usage: packaging/build.sh [--deb-only|--rpm-only]. Runs `mvn -B -q package -DskipTests` first unless the
 # jars and the guest library are already built (IVCUDA_SKIP_MAVEN=1 never builds).
 # Needs: debhelper, dpkg-dev, fakeroot (debs); rpm (rpmbuild; Debian's rpm package is enough); asciidoctor
@@ -23,7 +23,7 @@ esac
 built_outputs=(
     cuda-server/target/cuda-server.jar libvirt-hook/target/libvirt-hook.jar
     ivshmem-provisioner/target/ivshmem-provisioner.jar guest/target/libcuda.so.1 guest/target/ivcuda-guest-check
-    guest/target/ivcuda-guest-irqd cuda-server/target/man libvirt-hook/target/man ivshmem-provisioner/target/man
+    guest/target/ivcuda-guest-irqd host-tools/target/ivcuda-integrity-oracle cuda-server/target/man libvirt-hook/target/man ivshmem-provisioner/target/man
     cuda-server/target/ivcuda-server.bash-completion libvirt-hook/target/50-ivcuda.bash-completion
     ivshmem-provisioner/target/ivshmem-provisioner.bash-completion
 )
@@ -119,6 +119,8 @@ stage_host() {
     done
     install -m 0644 "$docs"/cds/*.classlist "$dest/usr/share/ivcuda/cds/"
     install -m 0755 "$repo/packaging/files/make-cds-archives" "$dest/usr/libexec/ivcuda/make-cds-archives"
+    # started by the server, one per guest process that runs cudart (integrity.oracle)
+    install -m 0755 "$repo/host-tools/target/ivcuda-integrity-oracle" "$dest/usr/libexec/ivcuda/ivcuda-integrity-oracle"
     install -m 0644 "$repo/packaging/files/ivcuda.logrotate" "$dest/etc/logrotate.d/ivcuda-host"
 }
 

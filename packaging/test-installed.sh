@@ -95,7 +95,7 @@ $output"
 }
 
 [ ! -e "$hook" ] && [ ! -L "$hook" ] || fail "$hook is already there; remove it first (this test installs the package's)"
-host_deb=$(ls packaging/out/ivcuda-host_*_all.deb)
+host_deb=$(ls packaging/out/ivcuda-host_*_*.deb)
 guest_deb=$(ls packaging/out/ivcuda-guest_*.deb)
 
 [ ! -d /run/systemd/system ] || echo "note: this host runs systemd; the test is written for hosts without it"
@@ -150,6 +150,7 @@ echo "start of 'ivshmem-provisioner status' (class-data sharing archive, client 
 TIMEFORMAT="  %R s"
 for _ in 1 2 3 4 5; do time (ivshmem-provisioner status >/dev/null 2>&1 || true); done
 [ "$(readlink -f "$hook")" = /usr/libexec/ivcuda/50-ivcuda ] || fail "the package's hook is not at $hook"
+[ -x /usr/libexec/ivcuda/ivcuda-integrity-oracle ] || fail "no /usr/libexec/ivcuda/ivcuda-integrity-oracle"
 getent passwd ivcuda >/dev/null || fail "no user ivcuda"
 [ -d /run/ivcuda ] || fail "no /run/ivcuda"
 grep -q 'abstractions/libvirt-qemu.d/ivcuda' /etc/apparmor.d/local/abstractions/libvirt-qemu \

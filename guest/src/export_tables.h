@@ -33,6 +33,13 @@ CUresult ivc_context_check3(void *buffer, size_t size);
 /* integrity_check.c (d4082055) */
 CUresult ivc_integrity_check(unsigned version, uint64_t unix_seconds, uint64_t result[2]);
 
+/* integrity_place.c: 6bd5fb6c and d4082055 at the integrity oracle's addresses. The table to
+ * hand out for uuid (ours placed there, or `table` itself for any other uuid or when it cannot
+ * be placed); whether the placement was made; whether this pid's oracle has the same addresses. */
+const void *ivc_integrity_placed(const unsigned char uuid[16], const void *table);
+int ivc_integrity_is_placed(void);
+int ivc_integrity_placement_matches(void);
+
 /* runtime_hooks.c (a094798c) */
 void ivc_runtime_hooks_slot2(void **pointer, size_t *size);
 void ivc_runtime_hooks_slot6(void **pointer, size_t *size);

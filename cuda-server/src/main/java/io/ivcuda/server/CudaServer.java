@@ -13,6 +13,7 @@ import io.ivcuda.server.doorbell.IvshmemServer;
 import io.ivcuda.server.doorbell.NativeFiles;
 import io.ivcuda.server.doorbell.PeerCredentials;
 import io.ivcuda.server.doorbell.PeerPolicy;
+import io.ivcuda.server.integrity.IntegrityOracles;
 import io.ivcuda.server.region.Layout;
 import io.ivcuda.server.region.Region;
 import io.ivcuda.wire.HeaderFlyweight;
@@ -111,6 +112,7 @@ public final class CudaServer implements AutoCloseable {
         CudaBackend backend = backend();
         driver = DriverSession.open(backend, region, layout.poolOffset(), config.gpu(), header::message);
         vm = new Vm(region, layout, backend, config.memoryQuota(), driver.gpu(), config.limits());
+        vm.integrity(new IntegrityOracles(config.integrity(), vm.refusals()));
         header.driver(driver.features() | (config.doorbell() ? HeaderFlyweight.FEATURE_DOORBELL : 0),
                 vm.hostDriverVersion());
         watcher = new ChannelWatcher(region, vm, config.doorbell(), config.waitIdleParkMs(), config.ownerTimeoutMs(),
@@ -215,6 +217,9 @@ public final class CudaServer implements AutoCloseable {
             liveness.close();
         }
         boolean quiet = watcher == null || watcher.close();
+        if (vm != null) {
+            vm.integrity().close(); // the oracles go whatever the workers do: they hold no region memory
+        }
         if (doorbells != null) {
             doorbells.close();
         }

@@ -6,6 +6,7 @@ import io.ivcuda.common.Mode;
 import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.common.config.Settings;
 import io.ivcuda.server.core.Limits;
+import io.ivcuda.server.integrity.IntegrityConfig;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,7 +21,7 @@ public record ServerConfig(Path regionPath, long regionSize, Mode mode, String d
                            int doorbellPeerUid, int doorbellParkTimeoutMs, String gpu,
                            long memoryQuota, Backend backend, int channelCount, int channelWindow,
                            int ownerTimeoutMs, long waitSpinUs, long waitParkMaxUs, long waitIdleParkMs, Path pidfile,
-                           String domainUuid, String domainName, Limits limits) {
+                           String domainUuid, String domainName, Limits limits, IntegrityConfig integrity) {
 
     /**
      * How long a process's heartbeat may stand still (while the VM's goes on) before the server takes
@@ -56,7 +57,16 @@ public record ServerConfig(Path regionPath, long regionSize, Mode mode, String d
                 s.get(ServerKeys.BACKEND), s.getInt(ServerKeys.CHANNEL_COUNT), s.getInt(ServerKeys.CHANNEL_WINDOW),
                 s.getInt(ServerKeys.OWNER_TIMEOUT_MS), s.get(ServerKeys.WAIT_SPIN_US), s.get(ServerKeys.WAIT_PARK_MAX_US),
                 s.get(ServerKeys.WAIT_IDLE_PARK_MS), s.get(ServerKeys.PIDFILE), s.get(ServerKeys.DOMAIN_UUID),
-                s.get(ServerKeys.DOMAIN_NAME), limits(s));
+                s.get(ServerKeys.DOMAIN_NAME), limits(s), integrity(s));
+    }
+
+    private static IntegrityConfig integrity(Settings s) throws IvcudaConfigException {
+        String driver = s.get(ServerKeys.INTEGRITY_DRIVER);
+        if (driver == null || driver.isBlank()) {
+            throw s.bad(ServerKeys.INTEGRITY_DRIVER, "is empty");
+        }
+        return new IntegrityConfig(s.get(ServerKeys.INTEGRITY_ORACLE), driver, s.getInt(ServerKeys.INTEGRITY_ORACLES),
+                s.getInt(ServerKeys.INTEGRITY_TIMEOUT_MS));
     }
 
     private static Limits limits(Settings s) {

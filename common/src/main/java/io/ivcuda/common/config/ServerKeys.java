@@ -76,6 +76,17 @@ public final class ServerKeys {
     public static final ConfigKey<Long> WAIT_IDLE_PARK_MS = ConfigKey.of("wait.idle.park.ms", MS, 20L,
             "plain mode: once a channel (or the watcher) had no work for 100 ms, it sleeps this long at a time; the first "
                     + "call after such a pause waits up to this long; 0 = never").range(0, 1000);
+    // cudart's integrity check (docs/export-tables.md, "d4082055"; docs/threat-model.md, "The integrity oracle")
+    public static final ConfigKey<Path> INTEGRITY_ORACLE = ConfigKey.of("integrity.oracle", KeyType.PATH,
+            Path.of("/usr/libexec/ivcuda/ivcuda-integrity-oracle"),
+            "the program that answers cudart's integrity check for one guest process (host-tools)");
+    public static final ConfigKey<String> INTEGRITY_DRIVER = ConfigKey.of("integrity.driver", KeyType.TEXT, "libcuda.so.1",
+            "the driver the integrity oracles load, as dlopen takes it");
+    public static final ConfigKey<Long> INTEGRITY_ORACLES = ConfigKey.of("integrity.oracles", KeyType.NUMBER, 16L,
+            "integrity oracles alive at once per VM, one per guest process that asked; 0 = none (runtime-API programs "
+                    + "then fail with error 103)").range(0, 4096);
+    public static final ConfigKey<Long> INTEGRITY_TIMEOUT_MS = ConfigKey.of("integrity.timeout.ms", MS, 30_000L,
+            "longest an integrity oracle may take to start (cuInit) or to answer; past it, it is killed").range(100, 600_000);
 
     /** The keys the hook writes into each VM's instance configuration (an administrator does not set them). */
     public static final java.util.List<ConfigKey<?>> WRITTEN_BY_HOOK = java.util.List.of(REGION_PATH, REGION_SIZE, MODE,

@@ -2,6 +2,7 @@ package io.ivcuda.server.core;
 
 import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.Out;
+import io.ivcuda.server.integrity.IntegrityOracles;
 import io.ivcuda.server.region.Layout;
 import io.ivcuda.server.region.Region;
 import java.util.List;
@@ -37,6 +38,8 @@ public final class Vm {
     private final AtomicLong allocated = new AtomicLong();
     private final HostGpu gpu;
     private final AtomicLong moduleUnloads = new AtomicLong();
+    /** The processes' integrity oracles: none until the server attaches them ({@link #integrity(IntegrityOracles)}). */
+    private volatile IntegrityOracles integrity = IntegrityOracles.none();
     private final Libraries libraries = new Libraries();
 
     /**
@@ -62,6 +65,17 @@ public final class Vm {
 
     public Limits limits() {
         return limits;
+    }
+
+    public IntegrityOracles integrity() {
+        return integrity;
+    }
+
+    /** Attaches the server's oracles (the one in place, none, is closed). */
+    public void integrity(IntegrityOracles oracles) {
+        IntegrityOracles old = integrity;
+        integrity = oracles;
+        old.close();
     }
 
     /** Refused requests: counted per kind, logged rate-limited. */
@@ -234,6 +248,7 @@ public final class Vm {
             return;
         }
         owner.close();
+        integrity.kill(token);
         int allocations = 0;
         for (DeviceRanges.Range r : owner.ranges().drain()) {
             if (r.allocation()) {
@@ -320,6 +335,7 @@ public final class Vm {
     }
 
     public void close() {
+        integrity.close();
         for (Image i : images.values()) {
             UnsafeApi.freeMemory(i.address());
         }
