@@ -174,4 +174,28 @@ public interface CudaBackend {
     default int exportIntegrityCheck(Out out, int version, long unixSeconds) {
         return CuResult.NOT_SUPPORTED;
     }
+
+    // ---- strided copies (issue 12) ----
+
+    /** CUmemorytype of a strided copy's side: host memory (a server address). */
+    int MEMORYTYPE_HOST = 1;
+    /** CUmemorytype of a strided copy's side: device memory. */
+    int MEMORYTYPE_DEVICE = 2;
+
+    /**
+     * A 3D copy of {@code width} bytes × {@code height} rows × {@code depth} slices between two linear
+     * sides, each given by its start address (offsets already applied), its memory type
+     * ({@link #MEMORYTYPE_HOST} or {@link #MEMORYTYPE_DEVICE}), its pitch and its height (rows a
+     * slice). Stream 0 with async false: the synchronous copy. The caller has range-checked both sides.
+     */
+    default int memcpy3D(int dstType, long dst, long dstPitch, long dstHeight, int srcType, long src, long srcPitch,
+                         long srcHeight, long width, long height, long depth, long stream, boolean async) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemsetD2D8/16/32: {@code width} elements of {@code elementSize} (1, 2 or 4) bytes × {@code height} rows. */
+    default int memset2D(int elementSize, long dst, long pitch, int value, long width, long height, long stream,
+                         boolean async) {
+        return CuResult.NOT_SUPPORTED;
+    }
 }
