@@ -198,7 +198,7 @@ int main(void)
         CUdeviceptr dsts[3] = {d, d + 128, (CUdeviceptr)(uintptr_t)out};
         CUdeviceptr srcs[3] = {(CUdeviceptr)(uintptr_t)in, d, d + 128};
         size_t lens[3] = {100, 100, 100}, idx = 0;
-        CUmemcpyAttributes attr = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+        CUmemcpyAttributes attr = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL};
         CK(cuMemcpyBatchAsync_v2(dsts, srcs, lens, 3, &attr, &idx, 1, s));
         CK(cuStreamSynchronize(s));
         expect(memcmp(in, out, sizeof in) == 0, "cuMemcpyBatchAsync");
