@@ -167,9 +167,9 @@ static void check_rules(void *library)
     CHECK(gpa1("cuInit", &pfn, 2000, 0) == 0 && pfn == dlsym(library, "cuInit"));
     CHECK(gpa1("cuNoSuchThing", &pfn, 2000, 0) == 0 && pfn == NULL);
 #undef LOOKUP
-    /* a name nothing implements (graphics interop: no display in the VM): a stub that says
+    /* a name nothing implements (OpenGL interop: no display in the VM): a stub that says
      * NOT_SUPPORTED (once on stderr) */
-    CUresult (*stub)(void) = (CUresult(*)(void))dlsym(library, "cuGraphicsGLRegisterImage");
+    CUresult (*stub)(void) = (CUresult(*)(void))dlsym(library, "cuGLCtxCreate_v2");
     CHECK(stub != NULL && stub() == CUDA_ERROR_NOT_SUPPORTED && stub() == CUDA_ERROR_NOT_SUPPORTED);
 }
 
