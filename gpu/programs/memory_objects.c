@@ -214,6 +214,10 @@ int main(int argc, char **argv)
     CK(cuModuleLoadData(&module, ptx));
     CUfunction row_sums;
     CK(cuModuleGetFunction(&row_sums, module, "row_sums"));
+    /* ivcuda answers 0 (managed memory is refused, docs/memory.md): not compared */
+    int managed = -1;
+    CK(cuDeviceGetAttribute(&managed, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, dev));
+    printf("info: attribute MANAGED_MEMORY=%d\n", managed);
     copies_2d(row_sums);
     copies_3d(ctx);
     memsets_2d();

@@ -116,5 +116,7 @@ enum {
 
 /* CUmemorytype (CU_MEMORYTYPE_*), arrays, 2D/3D copies, pools, VMM: the memory helper's file */
 #include "ivc_cuda_memory_types.h"
+/* libraries, kernels, launch attributes: the kernels helper's file */
+#include "ivc_cuda_kernel_types.h"
 
 #endif

@@ -282,20 +282,19 @@ static CUresult copy3d(const CUDA_MEMCPY3D *p, const char *function, CUstream st
 }
 
 /* One GPU per VM: both contexts of a peer copy are on it, and with unified addressing a
- * peer copy is the same copy as within one context. */
+ * peer copy is the same copy as within one context (the contexts are dropped). */
 static CUresult copy3d_peer(const CUDA_MEMCPY3D_PEER *p, const char *function, CUstream stream, int async)
 {
     if (p == NULL)
         return ivc_null_argument(function, "pCopy");
-    if (p->srcLOD != 0 || p->dstLOD != 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct strided c = {.width = p->WidthInBytes, .height = p->Height, .depth = p->Depth};
-    CUresult r = make_side(&c.src, function, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcPitch, p->srcHeight,
-                           p->srcXInBytes, p->srcY, p->srcZ);
-    if (r == CUDA_SUCCESS)
-        r = make_side(&c.dst, function, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstPitch, p->dstHeight,
-                      p->dstXInBytes, p->dstY, p->dstZ);
-    return r == CUDA_SUCCESS ? run(&c, stream, async) : r;
+    CUDA_MEMCPY3D c = {.srcXInBytes = p->srcXInBytes, .srcY = p->srcY, .srcZ = p->srcZ, .srcLOD = p->srcLOD,
+                       .srcMemoryType = p->srcMemoryType, .srcHost = p->srcHost, .srcDevice = p->srcDevice,
+                       .srcArray = p->srcArray, .srcPitch = p->srcPitch, .srcHeight = p->srcHeight,
+                       .dstXInBytes = p->dstXInBytes, .dstY = p->dstY, .dstZ = p->dstZ, .dstLOD = p->dstLOD,
+                       .dstMemoryType = p->dstMemoryType, .dstHost = p->dstHost, .dstDevice = p->dstDevice,
+                       .dstArray = p->dstArray, .dstPitch = p->dstPitch, .dstHeight = p->dstHeight,
+                       .WidthInBytes = p->WidthInBytes, .Height = p->Height, .Depth = p->Depth};
+    return copy3d(&c, function, stream, async);
 }
 
 static CUstream per_thread(CUstream stream)

@@ -23,6 +23,7 @@ CUresult cuMemsetD2D16_v2(CUdeviceptr dst, size_t pitch, unsigned short v, size_
 CUresult cuMemsetD2D32Async(CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s);
 CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
                                CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream s);
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned flags);
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, size_t h, unsigned elementSize);
 
 static int failures;
@@ -208,6 +209,14 @@ int main(void)
         expect(cuMemcpy2D_v2(&past) == CUDA_ERROR_INVALID_VALUE, "a 2D copy past the allocation is refused");
         CK(cuMemFree_v2(d));
         CK(cuStreamDestroy_v2(s));
+    }
+    /* managed memory is refused at allocation, and the device says it has none (docs/memory.md) */
+    {
+        CUdeviceptr m = 0;
+        expect(cuMemAllocManaged(&m, 4096, 1) == CUDA_ERROR_NOT_SUPPORTED, "cuMemAllocManaged is refused");
+        int managed = -1;
+        CUresult r = cuDeviceGetAttribute(&managed, 83 /* CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY */, dev);
+        expect(r != CUDA_SUCCESS || managed == 0, "CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY answers 0");
     }
     printf(failures ? "strided: %d failed\n" : "strided: ok\n", failures);
     return failures != 0;
