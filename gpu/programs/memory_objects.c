@@ -3,7 +3,8 @@
  * every ivcuda path (one inline request, batched rows, rows wider than the inline limit,
  * the pool); a kernel reading the pitched rows; 3D copies between linear layouts
  * (host, device, unified), the peer forms, cuMemsetD2D8/16/32 (sync and async) and
- * cuMemcpyBatchAsync. Every result is compared with the CPU's copy and printed as a
+ * cuMemcpyBatchAsync; stream-ordered allocation from the default pool; registered host
+ * memory. Every result is compared with the CPU's copy and printed as a
  * checksum, so native and ivcuda output must be equal. */
 #include "common.h"
 
@@ -204,6 +205,78 @@ static void memsets_2d(void)
     CK(cuStreamDestroy(stream));
 }
 
+/* Stream-ordered allocation from the device's default pool: allocate, fill, copy back, free, all in
+ * stream order; the pool's attributes are set and read (their values as info: pool bookkeeping
+ * is the driver's). */
+static void pools(CUdevice dev)
+{
+    CUmemoryPool pool;
+    CK(cuDeviceGetDefaultMemPool(&pool, dev));
+    cuuint64_t threshold = (cuuint64_t)64 << 20, got_threshold = 0;
+    CK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold));
+    CK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &got_threshold));
+    printf("memory_objects pool release threshold %s\n", got_threshold == threshold ? "ok" : "WRONG");
+    int follow = -1;
+    CK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES, &follow));
+    printf("info: pool reuse_follow_event_dependencies=%d\n", follow);
+    CUstream stream;
+    CK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    enum { N = 1 << 20 };
+    unsigned char *host = malloc(N), *want = malloc(N);
+    if (!host || !want) die("malloc");
+    for (int round = 0; round < 3; round++) {
+        CUdeviceptr a, b;
+        CK(cuMemAllocAsync(&a, N, stream));
+        CK(cuMemAllocFromPoolAsync(&b, N, pool, stream));
+        CK(cuMemsetD32Async(a, 0x01010101u * (unsigned)(round + 1), N / 4, stream));
+        CK(cuMemcpyDtoDAsync(b, a, N, stream));
+        CK(cuMemsetD8Async(b + 100, 0xee, 10, stream));
+        CK(cuMemcpyDtoHAsync(host, b, N, stream));
+        CK(cuMemFreeAsync(a, stream));
+        CK(cuMemFreeAsync(b, stream));
+        CK(cuStreamSynchronize(stream));
+        memset(want, round + 1, N);
+        memset(want + 100, 0xee, 10);
+        char what[48];
+        snprintf(what, sizeof what, "pool round %d", round);
+        report(what, host, want, N);
+    }
+    cuuint64_t used = 1;
+    CK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
+    printf("info: pool used after frees=%llu\n", (unsigned long long)used);
+    CK(cuMemPoolTrimTo(pool, 0));
+    free(host);
+    free(want);
+    CK(cuStreamDestroy(stream));
+}
+
+/* Registered pageable memory: copies from and to it, a double registration refused. */
+static void host_register(void)
+{
+    enum { N = 3 << 20 };
+    unsigned char *a = aligned_alloc(4096, N), *b = aligned_alloc(4096, N);
+    if (!a || !b) die("aligned_alloc");
+    fill_pattern(a, N, 11);
+    memset(b, 0, N);
+    CK(cuMemHostRegister(a, N, CU_MEMHOSTREGISTER_PORTABLE));
+    CK(cuMemHostRegister(b, N, 0));
+    CUresult twice = cuMemHostRegister(a, 4096, 0);
+    printf("memory_objects register twice -> %s\n", result_name(twice));
+    CUdeviceptr d;
+    CK(cuMemAlloc(&d, N));
+    CK(cuMemcpyHtoDAsync(d, a, N, NULL));
+    CK(cuMemcpyDtoHAsync(b, d, N, NULL));
+    CK(cuCtxSynchronize());
+    report("registered host memory round trip", b, a, N);
+    CK(cuMemHostUnregister(a));
+    CK(cuMemHostUnregister(b));
+    CUresult again = cuMemHostUnregister(a);
+    printf("memory_objects unregister twice -> %s\n", result_name(again));
+    CK(cuMemFree(d));
+    free(a);
+    free(b);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = kernel_dir(argc, argv);
@@ -221,6 +294,8 @@ int main(int argc, char **argv)
     copies_2d(row_sums);
     copies_3d(ctx);
     memsets_2d();
+    pools(dev);
+    host_register();
     CK(cuModuleUnload(module));
     free(ptx);
     CK(cuCtxDestroy(ctx));

@@ -12,6 +12,9 @@ void ivc_memory_add_global(CUmodule module, CUdeviceptr base, size_t size);
 void ivc_memory_forget_module(CUmodule module);
 /* Whether `pointer` lies in one of this process's device allocations or module globals. */
 int ivc_memory_is_device(CUdeviceptr pointer);
+/* An allocation made (freed) elsewhere than memory.c: stream-ordered ones (pools.c). */
+void ivc_memory_add_allocation(CUdeviceptr base, size_t size);
+void ivc_memory_remove_allocation(CUdeviceptr base);
 /* In a forked child: the parent's allocations are not this process's. */
 void ivc_memory_forget_process(void);
 

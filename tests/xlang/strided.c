@@ -24,6 +24,11 @@ CUresult cuMemsetD2D32Async(CUdeviceptr dst, size_t pitch, unsigned int v, size_
 CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
                                CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream s);
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned flags);
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream s);
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s);
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned flags);
+CUresult cuMemHostUnregister(void *p);
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, size_t h, unsigned elementSize);
 
 static int failures;
@@ -217,6 +222,29 @@ int main(void)
         int managed = -1;
         CUresult r = cuDeviceGetAttribute(&managed, 83 /* CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY */, dev);
         expect(r != CUDA_SUCCESS || managed == 0, "CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY answers 0");
+    }
+    /* stream-ordered allocation: device memory until its free (docs/memory.md) */
+    {
+        CUdeviceptr a = 0;
+        unsigned char in[64], out[64];
+        fill(in, sizeof in, 9);
+        CK(cuMemAllocAsync(&a, 4096, NULL));
+        CK(cuMemcpy(a + 100, (CUdeviceptr)(uintptr_t)in, sizeof in)); /* classified as device memory */
+        CK(cuMemcpyDtoH_v2(out, a + 100, sizeof out));
+        expect(memcmp(in, out, sizeof in) == 0, "cuMemAllocAsync memory is device memory");
+        CK(cuMemFreeAsync(a, NULL));
+        expect(cuMemsetD8_v2(a, 0, 1) == CUDA_ERROR_INVALID_VALUE, "freed async memory is refused");
+        expect(cuMemFreeAsync(a, NULL) == CUDA_ERROR_INVALID_VALUE, "a second cuMemFreeAsync is refused");
+    }
+    /* host registration is the guest's: remembered, not mapped */
+    {
+        static unsigned char page[8192];
+        CK(cuMemHostRegister_v2(page, sizeof page, 0));
+        expect(cuMemHostRegister_v2(page + 100, 10, 0) == 712, "an overlapping registration is refused");
+        CK(cuMemHostUnregister(page));
+        expect(cuMemHostUnregister(page) == 713, "unregistering twice is refused");
+        expect(cuMemHostRegister_v2(page, sizeof page, 0x02) == CUDA_ERROR_NOT_SUPPORTED,
+               "a DEVICEMAP registration is refused");
     }
     printf(failures ? "strided: %d failed\n" : "strided: ok\n", failures);
     return failures != 0;

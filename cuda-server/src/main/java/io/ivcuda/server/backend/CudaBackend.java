@@ -268,4 +268,39 @@ public interface CudaBackend {
                          boolean async) {
         return CuResult.NOT_SUPPORTED;
     }
+
+    // ---- pools (issue 12) ----
+
+    /** cuMemAllocAsync (pool 0) or cuMemAllocFromPoolAsync → address. */
+    default int memAllocAsync(Out out, long bytes, long pool, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int memFreeAsync(long dptr, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle */
+    default int deviceGetDefaultMemPool(Out out, int device) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle */
+    default int deviceGetMemPool(Out out, int device) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** {@code attribute} 1-3 takes an int, 4-8 a 64-bit value (CUmemPool_attribute). */
+    default int memPoolSetAttribute(long pool, int attribute, long value) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → bytes (the value, an int widened for attributes 1-3) */
+    default int memPoolGetAttribute(Out out, long pool, int attribute) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int memPoolTrimTo(long pool, long minBytesToKeep) {
+        return CuResult.NOT_SUPPORTED;
+    }
 }

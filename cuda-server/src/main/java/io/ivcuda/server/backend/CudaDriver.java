@@ -94,4 +94,14 @@ final class CudaDriver {
     static native int cuMemsetD2D8Async(long dst, long pitch, byte value, long width, long height, long stream);
     static native int cuMemsetD2D16Async(long dst, long pitch, short value, long width, long height, long stream);
     static native int cuMemsetD2D32Async(long dst, long pitch, int value, long width, long height, long stream);
+
+    // ---- pools (issue 12) ----
+    static native int cuMemAllocAsync(long pdptr, long bytes, long stream);
+    static native int cuMemAllocFromPoolAsync(long pdptr, long bytes, long pool, long stream);
+    static native int cuMemFreeAsync(long dptr, long stream);
+    static native int cuDeviceGetDefaultMemPool(long ppool, int dev);
+    static native int cuDeviceGetMemPool(long ppool, int dev);
+    static native int cuMemPoolSetAttribute(long pool, int attr, long pvalue);
+    static native int cuMemPoolGetAttribute(long pool, int attr, long pvalue);
+    static native int cuMemPoolTrimTo(long pool, long minBytesToKeep);
 }

@@ -504,4 +504,20 @@ public class HostMemoryBackend implements CudaBackend {
         }
         return CuResult.SUCCESS;
     }
+
+    // ---- pools (issue 12) ----
+
+    /**
+     * The stream's current pool is plain allocation here (no stream runs asynchronously in this
+     * backend); it has no pool objects, so a named pool and the pool queries are not supported.
+     */
+    @Override
+    public int memAllocAsync(Out o, long bytes, long pool, long stream) {
+        return pool == 0 ? memAlloc(o, bytes) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memFreeAsync(long dptr, long stream) {
+        return memFree(dptr);
+    }
 }

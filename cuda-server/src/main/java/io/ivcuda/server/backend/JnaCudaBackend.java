@@ -632,4 +632,61 @@ public final class JnaCudaBackend implements CudaBackend {
             default -> CuResult.INVALID_VALUE;
         };
     }
+
+    // ---- pools (issue 12) ----
+
+    /** CUmemPool_attribute 1-3 (the reuse policies) are ints, the others 64-bit. */
+    private static boolean intAttribute(int attribute) {
+        return attribute >= 1 && attribute <= 3;
+    }
+
+    @Override
+    public int memAllocAsync(Out o, long bytes, long pool, long stream) {
+        int r = pool == 0 ? cuMemAllocAsync(s(o, 0), bytes, stream) : cuMemAllocFromPoolAsync(s(o, 0), bytes, pool, stream);
+        o.address = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memFreeAsync(long dptr, long stream) {
+        return cuMemFreeAsync(dptr, stream);
+    }
+
+    @Override
+    public int deviceGetDefaultMemPool(Out o, int device) {
+        int r = cuDeviceGetDefaultMemPool(s(o, 0), device);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int deviceGetMemPool(Out o, int device) {
+        int r = cuDeviceGetMemPool(s(o, 0), device);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memPoolSetAttribute(long pool, int attribute, long value) {
+        long p = MEMCPY3D.get();
+        if (intAttribute(attribute)) {
+            UnsafeApi.putInt(p, (int) value);
+        } else {
+            UnsafeApi.putLong(p, value);
+        }
+        return cuMemPoolSetAttribute(pool, attribute, p);
+    }
+
+    @Override
+    public int memPoolGetAttribute(Out o, long pool, int attribute) {
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = cuMemPoolGetAttribute(pool, attribute, s(o, 0));
+        o.bytes = intAttribute(attribute) ? UnsafeApi.getInt(s(o, 0)) : UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memPoolTrimTo(long pool, long minBytesToKeep) {
+        return cuMemPoolTrimTo(pool, minBytesToKeep);
+    }
 }

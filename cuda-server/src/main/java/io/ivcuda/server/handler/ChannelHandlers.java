@@ -26,7 +26,7 @@ public final class ChannelHandlers implements ChannelCalls {
                 new ContextHandler(session), new ModuleHandler(session), new MemoryHandler(session),
                 new CopyHandler(session), new StreamHandler(session), new LaunchHandler(session),
                 new ExportHandler(session), new LibraryHandler(session),
-                new StridedCopyHandler(session));
+                new StridedCopyHandler(session), new PoolHandler(session));
     }
 
     @Override

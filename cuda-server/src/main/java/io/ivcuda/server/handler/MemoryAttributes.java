@@ -4,8 +4,8 @@ package io.ivcuda.server.handler;
  * Device attributes that describe memory features ivcuda does not give a guest
  * (docs/memory.md): they answer 0 whatever the GPU can do, so that programs which ask first
  * take their other path instead of failing later. Managed memory and pageable-memory access
- * need pages shared between the guest and the GPU, which the VM boundary does not allow; host
- * registration, memory pools, virtual memory management, sparse arrays and the export handle
+ * need pages shared between the guest and the GPU, which the VM boundary does not allow (so does
+ * using a registered host pointer on the device); virtual memory management, sparse arrays and the export handle
  * types (file descriptors, DMA-BUF, RDMA) are not remoted. An entry leaves this list when its
  * feature is remoted.
  */
@@ -14,7 +14,6 @@ final class MemoryAttributes {
     static final int PAGEABLE_MEMORY_ACCESS = 88;
     static final int CONCURRENT_MANAGED_ACCESS = 89;
     static final int CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91;
-    static final int HOST_REGISTER_SUPPORTED = 99;
     static final int PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES = 100;
     static final int DIRECT_MANAGED_MEM_ACCESS_FROM_HOST = 101;
     static final int VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102;
@@ -23,8 +22,6 @@ final class MemoryAttributes {
     static final int HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED = 105;
     static final int GENERIC_COMPRESSION_SUPPORTED = 107;
     static final int SPARSE_CUDA_ARRAY_SUPPORTED = 112;
-    static final int READ_ONLY_HOST_REGISTER_SUPPORTED = 113;
-    static final int MEMORY_POOLS_SUPPORTED = 115;
     static final int GPU_DIRECT_RDMA_SUPPORTED = 116;
     static final int MEMPOOL_SUPPORTED_HANDLE_TYPES = 119;
     static final int DMA_BUF_SUPPORTED = 124;
@@ -39,12 +36,12 @@ final class MemoryAttributes {
     static boolean answersZero(int attribute) {
         return switch (attribute) {
             case MANAGED_MEMORY, PAGEABLE_MEMORY_ACCESS, CONCURRENT_MANAGED_ACCESS,
-                    CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, HOST_REGISTER_SUPPORTED,
+                    CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
                     PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, DIRECT_MANAGED_MEM_ACCESS_FROM_HOST,
                     VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
                     HANDLE_TYPE_WIN32_HANDLE_SUPPORTED, HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED,
-                    GENERIC_COMPRESSION_SUPPORTED, SPARSE_CUDA_ARRAY_SUPPORTED, READ_ONLY_HOST_REGISTER_SUPPORTED,
-                    MEMORY_POOLS_SUPPORTED, GPU_DIRECT_RDMA_SUPPORTED, MEMPOOL_SUPPORTED_HANDLE_TYPES,
+                    GENERIC_COMPRESSION_SUPPORTED, SPARSE_CUDA_ARRAY_SUPPORTED,
+                    GPU_DIRECT_RDMA_SUPPORTED, MEMPOOL_SUPPORTED_HANDLE_TYPES,
                     DMA_BUF_SUPPORTED, HOST_MEMORY_POOLS_SUPPORTED, HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
                     HOST_ALLOC_DMA_BUF_SUPPORTED -> true;
             default -> false;
