@@ -1,6 +1,8 @@
 package io.ivcuda.common;
 
+import io.ivcuda.common.config.ConfigKey;
 import io.ivcuda.common.config.HostKeys;
+import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.common.config.Settings;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -67,6 +69,30 @@ public final class HostConfig {
      */
     public Map<String, String> serverKeys() {
         return settings.foreign();
+    }
+
+    /**
+     * Why a cuda-server would refuse this file's server keys (an unknown key, a value that does not read as the
+     * key's type or lies outside its bounds: one line naming file, key and value), or null when it would not.
+     * The server is the one that refuses (at every VM start, exit 2); this lets the provisioner say so at once.
+     * Cross-key rules (doorbell.socket in doorbell mode) and the per-VM keys the hook writes are not judged.
+     */
+    public String serverKeyProblem() {
+        for (Map.Entry<String, String> e : serverKeys().entrySet()) {
+            ConfigKey<?> key = ServerKeys.ALL.find(e.getKey());
+            if (key == null) {
+                ConfigKey<?> near = ServerKeys.ALL.nearest(e.getKey());
+                return settings.sourceOf(e.getKey()) + ": unknown key " + e.getKey()
+                        + (near == null ? "" : " (did you mean " + near.name() + "?)")
+                        + " (neither a lifecycle nor a cuda-server key: docs/operations.md)";
+            }
+            try {
+                key.parse(e.getValue());
+            } catch (IllegalArgumentException why) {
+                return settings.bad(e.getKey(), e.getValue(), why.getMessage()).getMessage();
+            }
+        }
+        return null;
     }
 
     /**

@@ -13,6 +13,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
+import org.apache.logging.log4j.LogManager;
 import org.libvirt.Connect;
 import org.libvirt.LibvirtException;
 import picocli.CommandLine;
@@ -128,6 +129,11 @@ public final class ProvisionerMain {
                     : LogTarget.syslogListening() ? LogTarget.SYSLOG : LogTarget.STDERR;
             target.select(log, LOGGING_RESOURCE, LOGGING_OVERRIDE);
             HostConfig host = main.host();
+            String serverKeys = host.serverKeyProblem();
+            if (serverKeys != null) {
+                LogManager.getLogger(ProvisionerMain.class).warn("{}: every cuda-server would refuse it, so no VM with "
+                        + "a GPU starts until it is fixed", serverKeys);
+            }
             Pidfile lock = pidfile == null ? null : Pidfile.claim(pidfile);
             ProvisionerDaemon daemon = new ProvisionerDaemon(host, main.uri(host));
             Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -163,6 +169,11 @@ public final class ProvisionerMain {
         @Override
         public Integer call() throws Exception {
             HostConfig host = main.host();
+            String serverKeys = host.serverKeyProblem();
+            if (serverKeys != null) {
+                main.spec.commandLine().getErr().println("ivshmem-provisioner: warning: " + serverKeys
+                        + ": every cuda-server would refuse it, so no VM with a GPU starts until it is fixed");
+            }
             try (Session session = new Session(main.uri(host))) {
                 StatusReport.Report report = new StatusReport(session.connection, host).gather(all);
                 PrintWriter out = main.spec.commandLine().getOut();

@@ -68,6 +68,15 @@ class SettingsTest {
         HostConfig host = HostConfig.load(List.of(f));
         assertEquals(Map.of("backend", "host-memory", "standin.behaviour", "exit"), host.serverKeys());
         assertEquals("me", host.serverUser());
+        assertTrue(host.serverKeyProblem().startsWith("host configuration " + f + ": unknown key standin.behaviour"),
+                host.serverKeyProblem());
+        Files.writeString(f, "chanel.count=4\n");
+        assertTrue(HostConfig.load(List.of(f)).serverKeyProblem().contains("(did you mean channel.count?)"));
+        Files.writeString(f, "owner.timeout.ms=soon\nbackend=cuda\n");
+        assertEquals("host configuration " + f + ": owner.timeout.ms='soon': is not a duration (a number of milliseconds, "
+                + "or with us, ms, s, min, h)", HostConfig.load(List.of(f)).serverKeyProblem());
+        Files.writeString(f, "owner.timeout.ms=3s\nbackend=cuda\n");
+        assertNull(HostConfig.load(List.of(f)).serverKeyProblem());
     }
 
     @Test
