@@ -24,6 +24,21 @@ static int is_device_pointer(CUdeviceptr pointer)
     return ivc_range_map_find(&device_map, pointer, NULL);
 }
 
+int ivc_memory_is_device(CUdeviceptr pointer)
+{
+    return is_device_pointer(pointer);
+}
+
+void ivc_memory_add_allocation(CUdeviceptr base, size_t size)
+{
+    ivc_range_map_add(&device_map, base, size, 0, NULL);
+}
+
+void ivc_memory_remove_allocation(CUdeviceptr base)
+{
+    ivc_range_map_remove(&device_map, base);
+}
+
 /* A module's global variable is device memory until the module is unloaded. */
 void ivc_memory_add_global(CUmodule module, CUdeviceptr base, size_t size)
 {

@@ -335,4 +335,63 @@ public interface CudaBackend {
     default int linkDestroy(long state) {
         return CuResult.NOT_SUPPORTED;
     }
+
+    // ---- strided copies (issue 12) ----
+
+    /** CUmemorytype of a strided copy's side: host memory (a server address). */
+    int MEMORYTYPE_HOST = 1;
+    /** CUmemorytype of a strided copy's side: device memory. */
+    int MEMORYTYPE_DEVICE = 2;
+
+    /**
+     * A 3D copy of {@code width} bytes × {@code height} rows × {@code depth} slices between two linear
+     * sides, each given by its start address (offsets already applied), its memory type
+     * ({@link #MEMORYTYPE_HOST} or {@link #MEMORYTYPE_DEVICE}), its pitch and its height (rows a
+     * slice). Stream 0 with async false: the synchronous copy. The caller has range-checked both sides.
+     */
+    default int memcpy3D(int dstType, long dst, long dstPitch, long dstHeight, int srcType, long src, long srcPitch,
+                         long srcHeight, long width, long height, long depth, long stream, boolean async) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemsetD2D8/16/32: {@code width} elements of {@code elementSize} (1, 2 or 4) bytes × {@code height} rows. */
+    default int memset2D(int elementSize, long dst, long pitch, int value, long width, long height, long stream,
+                         boolean async) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    // ---- pools (issue 12) ----
+
+    /** cuMemAllocAsync (pool 0) or cuMemAllocFromPoolAsync → address. */
+    default int memAllocAsync(Out out, long bytes, long pool, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int memFreeAsync(long dptr, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle */
+    default int deviceGetDefaultMemPool(Out out, int device) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle */
+    default int deviceGetMemPool(Out out, int device) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** {@code attribute} 1-3 takes an int, 4-8 a 64-bit value (CUmemPool_attribute). */
+    default int memPoolSetAttribute(long pool, int attribute, long value) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → bytes (the value, an int widened for attributes 1-3) */
+    default int memPoolGetAttribute(Out out, long pool, int attribute) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int memPoolTrimTo(long pool, long minBytesToKeep) {
+        return CuResult.NOT_SUPPORTED;
+    }
 }

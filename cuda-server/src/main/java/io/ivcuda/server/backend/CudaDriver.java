@@ -84,4 +84,24 @@ final class CudaDriver {
                                                                            long smem, int flags);
     static native int cuLaunchKernel(long f, int gx, int gy, int gz, int bx, int by, int bz, int smem, long stream,
                                      long kernelParams, long extra);
+
+    // ---- strided copies (issue 12) ----
+    static native int cuMemcpy3D_v2(long pCopy);
+    static native int cuMemcpy3DAsync_v2(long pCopy, long stream);
+    static native int cuMemsetD2D8_v2(long dst, long pitch, byte value, long width, long height);
+    static native int cuMemsetD2D16_v2(long dst, long pitch, short value, long width, long height);
+    static native int cuMemsetD2D32_v2(long dst, long pitch, int value, long width, long height);
+    static native int cuMemsetD2D8Async(long dst, long pitch, byte value, long width, long height, long stream);
+    static native int cuMemsetD2D16Async(long dst, long pitch, short value, long width, long height, long stream);
+    static native int cuMemsetD2D32Async(long dst, long pitch, int value, long width, long height, long stream);
+
+    // ---- pools (issue 12) ----
+    static native int cuMemAllocAsync(long pdptr, long bytes, long stream);
+    static native int cuMemAllocFromPoolAsync(long pdptr, long bytes, long pool, long stream);
+    static native int cuMemFreeAsync(long dptr, long stream);
+    static native int cuDeviceGetDefaultMemPool(long ppool, int dev);
+    static native int cuDeviceGetMemPool(long ppool, int dev);
+    static native int cuMemPoolSetAttribute(long pool, int attr, long pvalue);
+    static native int cuMemPoolGetAttribute(long pool, int attr, long pvalue);
+    static native int cuMemPoolTrimTo(long pool, long minBytesToKeep);
 }

@@ -468,4 +468,56 @@ public class HostMemoryBackend implements CudaBackend {
                             long kernelParams) {
         return CuResult.NOT_SUPPORTED;
     }
+
+    // ---- strided copies (issue 12) ----
+
+    /** A side's row: a host address as it is, a device address translated (0: outside an allocation). */
+    private long row(int type, long address, long bytes) {
+        return type == MEMORYTYPE_HOST ? address : translate(address, bytes);
+    }
+
+    /** Row by row: this backend's device memory is host memory, so a strided copy is plain copies. */
+    @Override
+    public int memcpy3D(int dstType, long dst, long dstPitch, long dstHeight, int srcType, long src, long srcPitch,
+                        long srcHeight, long width, long height, long depth, long stream, boolean async) {
+        for (long z = 0; z < depth; z++) {
+            for (long y = 0; y < height; y++) {
+                long d = row(dstType, dst + z * dstPitch * dstHeight + y * dstPitch, width);
+                long s = row(srcType, src + z * srcPitch * srcHeight + y * srcPitch, width);
+                if (d == 0 || s == 0) {
+                    return CuResult.INVALID_VALUE;
+                }
+                UnsafeApi.copyMemory(s, d, width);
+            }
+        }
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int memset2D(int elementSize, long dst, long pitch, int value, long width, long height, long stream,
+                        boolean async) {
+        for (long y = 0; y < height; y++) {
+            int result = memset(elementSize, dst + y * pitch, value, width, stream, async);
+            if (result != CuResult.SUCCESS) {
+                return result;
+            }
+        }
+        return CuResult.SUCCESS;
+    }
+
+    // ---- pools (issue 12) ----
+
+    /**
+     * The stream's current pool is plain allocation here (no stream runs asynchronously in this
+     * backend); it has no pool objects, so a named pool and the pool queries are not supported.
+     */
+    @Override
+    public int memAllocAsync(Out o, long bytes, long pool, long stream) {
+        return pool == 0 ? memAlloc(o, bytes) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memFreeAsync(long dptr, long stream) {
+        return memFree(dptr);
+    }
 }

@@ -745,4 +745,105 @@ public final class JnaCudaBackend implements CudaBackend {
     public int linkDestroy(long state) {
         return KERNELS ? CudaDriverKernels.cuLinkDestroy(state) : CuResult.NOT_SUPPORTED;
     }
+
+    // ---- strided copies (issue 12) ----
+
+    /** sizeof(CUDA_MEMCPY3D) in cuda.h (LP64) and the offsets of the fields set here. */
+    private static final int MEMCPY3D_SIZE = 200;
+    private static final int SRC_MEMORY_TYPE = 32, SRC_HOST = 40, SRC_DEVICE = 48, SRC_PITCH = 72, SRC_HEIGHT = 80;
+    private static final int DST_MEMORY_TYPE = 120, DST_HOST = 128, DST_DEVICE = 136, DST_PITCH = 160, DST_HEIGHT = 168;
+    private static final int WIDTH = 176, HEIGHT = 184, DEPTH = 192;
+
+    /** One CUDA_MEMCPY3D per worker thread: the driver reads it during the call only. */
+    private static final ThreadLocal<Long> MEMCPY3D = ThreadLocal.withInitial(() -> UnsafeApi.allocateMemory(MEMCPY3D_SIZE));
+
+    @Override
+    public int memcpy3D(int dstType, long dst, long dstPitch, long dstHeight, int srcType, long src, long srcPitch,
+                        long srcHeight, long width, long height, long depth, long stream, boolean async) {
+        long p = MEMCPY3D.get();
+        UnsafeApi.setMemory(p, MEMCPY3D_SIZE, (byte) 0);
+        UnsafeApi.putInt(p + SRC_MEMORY_TYPE, srcType);
+        UnsafeApi.putLong(p + (srcType == MEMORYTYPE_HOST ? SRC_HOST : SRC_DEVICE), src);
+        UnsafeApi.putLong(p + SRC_PITCH, srcPitch);
+        UnsafeApi.putLong(p + SRC_HEIGHT, srcHeight);
+        UnsafeApi.putInt(p + DST_MEMORY_TYPE, dstType);
+        UnsafeApi.putLong(p + (dstType == MEMORYTYPE_HOST ? DST_HOST : DST_DEVICE), dst);
+        UnsafeApi.putLong(p + DST_PITCH, dstPitch);
+        UnsafeApi.putLong(p + DST_HEIGHT, dstHeight);
+        UnsafeApi.putLong(p + WIDTH, width);
+        UnsafeApi.putLong(p + HEIGHT, height);
+        UnsafeApi.putLong(p + DEPTH, depth);
+        return async ? cuMemcpy3DAsync_v2(p, stream) : cuMemcpy3D_v2(p);
+    }
+
+    @Override
+    public int memset2D(int elementSize, long dst, long pitch, int value, long width, long height, long stream,
+                        boolean async) {
+        return switch (elementSize) {
+            case 1 -> async ? cuMemsetD2D8Async(dst, pitch, (byte) value, width, height, stream)
+                    : cuMemsetD2D8_v2(dst, pitch, (byte) value, width, height);
+            case 2 -> async ? cuMemsetD2D16Async(dst, pitch, (short) value, width, height, stream)
+                    : cuMemsetD2D16_v2(dst, pitch, (short) value, width, height);
+            case 4 -> async ? cuMemsetD2D32Async(dst, pitch, value, width, height, stream)
+                    : cuMemsetD2D32_v2(dst, pitch, value, width, height);
+            default -> CuResult.INVALID_VALUE;
+        };
+    }
+
+    // ---- pools (issue 12) ----
+
+    /** CUmemPool_attribute 1-3 (the reuse policies) are ints, the others 64-bit. */
+    private static boolean intAttribute(int attribute) {
+        return attribute >= 1 && attribute <= 3;
+    }
+
+    @Override
+    public int memAllocAsync(Out o, long bytes, long pool, long stream) {
+        int r = pool == 0 ? cuMemAllocAsync(s(o, 0), bytes, stream) : cuMemAllocFromPoolAsync(s(o, 0), bytes, pool, stream);
+        o.address = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memFreeAsync(long dptr, long stream) {
+        return cuMemFreeAsync(dptr, stream);
+    }
+
+    @Override
+    public int deviceGetDefaultMemPool(Out o, int device) {
+        int r = cuDeviceGetDefaultMemPool(s(o, 0), device);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int deviceGetMemPool(Out o, int device) {
+        int r = cuDeviceGetMemPool(s(o, 0), device);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memPoolSetAttribute(long pool, int attribute, long value) {
+        long p = MEMCPY3D.get();
+        if (intAttribute(attribute)) {
+            UnsafeApi.putInt(p, (int) value);
+        } else {
+            UnsafeApi.putLong(p, value);
+        }
+        return cuMemPoolSetAttribute(pool, attribute, p);
+    }
+
+    @Override
+    public int memPoolGetAttribute(Out o, long pool, int attribute) {
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = cuMemPoolGetAttribute(pool, attribute, s(o, 0));
+        o.bytes = intAttribute(attribute) ? UnsafeApi.getInt(s(o, 0)) : UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memPoolTrimTo(long pool, long minBytesToKeep) {
+        return cuMemPoolTrimTo(pool, minBytesToKeep);
+    }
 }

@@ -1,5 +1,7 @@
 package io.ivcuda.server.core;
 
+import io.ivcuda.server.gen.HandleKinds;
+
 import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.integrity.IntegrityOracles;
@@ -258,7 +260,8 @@ public final class Vm {
         }
         int blocks = pool.freeAllOf(token).size();
         List<HandleTable.Entry> entries = handles.ownedBy(token);
-        int[] order = {HandleTable.KIND_FUNCTION, HandleTable.KIND_EVENT, HandleTable.KIND_STREAM,
+        // memory pools (HandleKinds.MEMPOOL) are the driver's: their handles are only forgotten
+        int[] order = {HandleKinds.MEMPOOL, HandleTable.KIND_FUNCTION, HandleTable.KIND_EVENT, HandleTable.KIND_STREAM,
             HandleTable.KIND_MODULE, HandleTable.KIND_LIBRARY, HandleTable.KIND_LINK, HandleTable.KIND_CTX};
         for (int kind : order) {
             for (HandleTable.Entry e : entries) {

@@ -27,7 +27,8 @@ public final class ChannelHandlers implements ChannelCalls {
                 new ContextHandler(session), new ModuleHandler(session), new MemoryHandler(session),
                 new CopyHandler(session), new StreamHandler(session), launch,
                 new ExportHandler(session), new LibraryHandler(session), new KernelLaunchHandler(session, launch),
-                new ContextExtHandler(session), new LinkHandler(session));
+                new ContextExtHandler(session), new LinkHandler(session),
+                new StridedCopyHandler(session), new PoolHandler(session));
     }
 
     @Override

@@ -118,7 +118,8 @@ final class DeviceHandler implements DeviceCalls {
     @Override
     public int cuDeviceGetAttribute(Reply r, int attrib, int dev) {
         int result = session.cuda.deviceGetAttribute(session.out, attrib, dev);
-        r.set(0, session.out.value);
+        // memory features a guest does not get answer 0 (docs/memory.md)
+        r.set(0, result == CuResult.SUCCESS && MemoryAttributes.answersZero(attrib) ? 0 : session.out.value);
         return result;
     }
 }
