@@ -117,4 +117,7 @@ enum {
     CUDA_ERROR_UNKNOWN = 999
 };
 
+/* streams, capture, graphs, host functions: the graphs helper's file */
+#include "ivc_cuda_graph_types.h"
+
 #endif

@@ -174,4 +174,76 @@ public interface CudaBackend {
     default int exportIntegrityCheck(Out out, int version, long unixSeconds) {
         return CuResult.NOT_SUPPORTED;
     }
+
+    // ---- graphs (issue 12) ----
+    // Streams, stream memory operations, host functions, capture and graphs (api/graphs.api,
+    // docs/graphs.md). Defaults answer CUDA_ERROR_NOT_SUPPORTED: a backend implements what it can
+    // do honestly.
+
+    /** → value (the stream's flags) */
+    default int streamGetFlags(Out out, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → value (the stream's priority) */
+    default int streamGetPriority(Out out, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle (the native context the stream belongs to) */
+    default int streamGetCtx(Out out, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle (the stream's unique id) */
+    default int streamGetId(Out out, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Writes the attribute's 64-byte CUstreamAttrValue at {@code value}. */
+    default int streamGetAttribute(long stream, int attribute, long value) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Sets the attribute from the 64-byte CUstreamAttrValue at {@code value} (checked by the caller). */
+    default int streamSetAttribute(long stream, int attribute, long value) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int streamCopyAttributes(long dst, long src) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuStreamWaitValue32/64_v2 ({@code wide}: 64 bits). */
+    default int streamWaitValue(long stream, long address, long value, int flags, boolean wide) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuStreamWriteValue32/64_v2 ({@code wide}: 64 bits). */
+    default int streamWriteValue(long stream, long address, long value, int flags, boolean wide) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** {@code params}: {@code count} native CUstreamBatchMemOpParams, checked by the caller. */
+    default int streamBatchMemOp(long stream, int count, long params, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /**
+     * Puts a host function of the server's on the stream: when the stream reaches it, it calls
+     * {@link HostCallbacks#fire}(key, CUDA_SUCCESS) and the stream goes on once that returns.
+     */
+    default int launchHostFunc(long stream, long key) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Like {@link #launchHostFunc}, as cuStreamAddCallback: the stream's status reaches the key's sink. */
+    default int streamAddCallback(long stream, long key, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → value (CUstreamCaptureStatus: 0 none, 1 active, 2 invalidated) */
+    default int streamIsCapturing(Out out, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
 }

@@ -449,4 +449,157 @@ public final class JnaCudaBackend implements CudaBackend {
     public int exportIntegrityCheck(Out o, int version, long unixSeconds) {
         return exportTables().integrityCheck(o, version, unixSeconds);
     }
+
+    // ---- graphs (issue 12) ----
+
+    /** The driver's host-function entry point: one for the JVM's life, the key as userData. */
+    public interface NativeHostFn extends com.sun.jna.Callback {
+        void invoke(long userData);
+    }
+
+    /** cuStreamAddCallback's entry point: the stream's status goes to the key's sink. */
+    public interface NativeStreamCallback extends com.sun.jna.Callback {
+        void invoke(long stream, int status, long userData);
+    }
+
+    /**
+     * CudaDriverGraphs, loaded on first use: a driver without one of its symbols answers
+     * CUDA_ERROR_NOT_SUPPORTED to these calls only. The callbacks are kept here so that they are
+     * never collected while the driver holds their addresses.
+     */
+    private static final class Graphs {
+        static final boolean LOADED;
+        static final NativeHostFn HOST_FN = new NativeHostFn() {
+            @Override
+            public void invoke(long userData) {
+                HostCallbacks.fire(userData, CuResult.SUCCESS);
+            }
+        };
+        static final NativeStreamCallback STREAM_CALLBACK = new NativeStreamCallback() {
+            @Override
+            public void invoke(long stream, int status, long userData) {
+                HostCallbacks.fire(userData, status);
+            }
+        };
+        static final long HOST_FN_POINTER;
+        static final long STREAM_CALLBACK_POINTER;
+
+        static {
+            boolean loaded = false;
+            long hostFn = 0;
+            long streamCallback = 0;
+            try {
+                Class.forName(CudaDriverGraphs.class.getName(), true, CudaDriverGraphs.class.getClassLoader());
+                hostFn = com.sun.jna.Pointer.nativeValue(com.sun.jna.CallbackReference.getFunctionPointer(HOST_FN));
+                streamCallback = com.sun.jna.Pointer.nativeValue(
+                        com.sun.jna.CallbackReference.getFunctionPointer(STREAM_CALLBACK));
+                loaded = true;
+            } catch (Throwable e) {
+                LOG.error("libcuda.so.1 lacks a stream or graph function ({}): those calls answer "
+                        + "CUDA_ERROR_NOT_SUPPORTED", e.toString());
+            }
+            LOADED = loaded;
+            HOST_FN_POINTER = hostFn;
+            STREAM_CALLBACK_POINTER = streamCallback;
+        }
+    }
+
+    @Override
+    public int streamGetFlags(Out o, long stream) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuStreamGetFlags(stream, s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int streamGetPriority(Out o, long stream) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuStreamGetPriority(stream, s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int streamGetCtx(Out o, long stream) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuStreamGetCtx(stream, s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int streamGetId(Out o, long stream) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuStreamGetId(stream, s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int streamGetAttribute(long stream, int attribute, long value) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamGetAttribute(stream, attribute, value) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamSetAttribute(long stream, int attribute, long value) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamSetAttribute(stream, attribute, value) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamCopyAttributes(long dst, long src) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamCopyAttributes(dst, src) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamWaitValue(long stream, long address, long value, int flags, boolean wide) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        return wide ? CudaDriverGraphs.cuStreamWaitValue64_v2(stream, address, value, flags)
+                : CudaDriverGraphs.cuStreamWaitValue32_v2(stream, address, (int) value, flags);
+    }
+
+    @Override
+    public int streamWriteValue(long stream, long address, long value, int flags, boolean wide) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        return wide ? CudaDriverGraphs.cuStreamWriteValue64_v2(stream, address, value, flags)
+                : CudaDriverGraphs.cuStreamWriteValue32_v2(stream, address, (int) value, flags);
+    }
+
+    @Override
+    public int streamBatchMemOp(long stream, int count, long params, int flags) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamBatchMemOp_v2(stream, count, params, flags) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int launchHostFunc(long stream, long key) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuLaunchHostFunc(stream, Graphs.HOST_FN_POINTER, key) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamAddCallback(long stream, long key, int flags) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamAddCallback(stream, Graphs.STREAM_CALLBACK_POINTER, key, flags)
+                : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamIsCapturing(Out o, long stream) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuStreamIsCapturing(stream, s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
 }

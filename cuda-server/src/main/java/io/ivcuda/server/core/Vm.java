@@ -37,6 +37,7 @@ public final class Vm {
     private final AtomicLong allocated = new AtomicLong();
     private final HostGpu gpu;
     private final AtomicLong moduleUnloads = new AtomicLong();
+    private final HostCalls hostCalls;
 
     /**
      * @param memoryQuota bytes of device memory the VM may hold, 0 = no limit
@@ -57,6 +58,12 @@ public final class Vm {
         this.handles = new HandleTable(limits.handlesPerProcess(), limits.handlesPerVm());
         this.refusals = new RefusalLog(limits);
         this.pool = new PoolAllocator(layout.poolSize());
+        this.hostCalls = new HostCalls(refusals);
+    }
+
+    /** Host functions of the VM's processes, run in the guest (docs/graphs.md). */
+    public HostCalls hostCalls() {
+        return hostCalls;
     }
 
     public Limits limits() {
@@ -228,6 +235,8 @@ public final class Vm {
             return;
         }
         owner.close();
+        // first: a driver thread waiting for this process's host function goes on
+        hostCalls.reclaim(token);
         int allocations = 0;
         for (DeviceRanges.Range r : owner.ranges().drain()) {
             if (r.allocation()) {

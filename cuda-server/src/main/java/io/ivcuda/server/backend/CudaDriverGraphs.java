@@ -1,0 +1,34 @@
+package io.ivcuda.server.backend;
+
+import com.sun.jna.Native;
+import com.sun.jna.NativeLibrary;
+
+/**
+ * The driver's stream, capture and graph functions (api/graphs.api), registered apart from
+ * {@link CudaDriver} so that a host driver older than one of them disables only these calls
+ * (they answer CUDA_ERROR_NOT_SUPPORTED), never the server.
+ */
+final class CudaDriverGraphs {
+    static {
+        Native.register(CudaDriverGraphs.class, NativeLibrary.getInstance("libcuda.so.1"));
+    }
+
+    private CudaDriverGraphs() {
+    }
+
+    static native int cuStreamGetFlags(long stream, long pflags);
+    static native int cuStreamGetPriority(long stream, long ppriority);
+    static native int cuStreamGetCtx(long stream, long pctx);
+    static native int cuStreamGetId(long stream, long pid);
+    static native int cuStreamGetAttribute(long stream, int attr, long value);
+    static native int cuStreamSetAttribute(long stream, int attr, long value);
+    static native int cuStreamCopyAttributes(long dst, long src);
+    static native int cuStreamWaitValue32_v2(long stream, long addr, int value, int flags);
+    static native int cuStreamWaitValue64_v2(long stream, long addr, long value, int flags);
+    static native int cuStreamWriteValue32_v2(long stream, long addr, int value, int flags);
+    static native int cuStreamWriteValue64_v2(long stream, long addr, long value, int flags);
+    static native int cuStreamBatchMemOp_v2(long stream, int count, long params, int flags);
+    static native int cuLaunchHostFunc(long stream, long fn, long userData);
+    static native int cuStreamAddCallback(long stream, long callback, long userData, int flags);
+    static native int cuStreamIsCapturing(long stream, long pstatus);
+}
