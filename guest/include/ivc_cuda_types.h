@@ -70,9 +70,6 @@ typedef enum CUdriverProcAddressQueryResult_enum {
 #define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
 #define CU_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
 
-#define CU_MEMORYTYPE_HOST 0x01
-#define CU_MEMORYTYPE_DEVICE 0x02
-
 #define CU_POINTER_ATTRIBUTE_CONTEXT 1
 #define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 #define CU_POINTER_ATTRIBUTE_DEVICE_POINTER 3
@@ -117,6 +114,8 @@ enum {
     CUDA_ERROR_UNKNOWN = 999
 };
 
+/* CUmemorytype (CU_MEMORYTYPE_*), arrays, 2D/3D copies, pools, VMM: the memory helper's file */
+#include "ivc_cuda_memory_types.h"
 /* streams, capture, graphs, host functions: the graphs helper's file */
 #include "ivc_cuda_graph_types.h"
 
