@@ -116,6 +116,8 @@ enum {
 
 /* CUmemorytype (CU_MEMORYTYPE_*), arrays, 2D/3D copies, pools, VMM: the memory helper's file */
 #include "ivc_cuda_memory_types.h"
+/* libraries, kernels, launch attributes: the kernels helper's file */
+#include "ivc_cuda_kernel_types.h"
 /* streams, capture, graphs, host functions: the graphs helper's file */
 #include "ivc_cuda_graph_types.h"
 

@@ -14,7 +14,6 @@
 #define FATBIN_WRAPPER_MAGIC 0x466243b1u
 #define FATBIN_MAGIC 0xBA55ED50u
 #define MAX_IMAGE_SIZE (1ULL << 32)
-#define MAX_JIT_OPTIONS 64
 
 static size_t fatbin_size(const uint8_t *p)
 {
@@ -132,11 +131,13 @@ void ivc_module_forget_process(void)
     sent_count = sent_capacity = 0;
 }
 
-static CUresult send_image(CUmodule *module, uint64_t hash, const void *bytes, size_t size, const uint64_t *jit,
-                           size_t jit_size)
+/* library: ivc_library_load instead of ivc_module_load (the same request, the same images). */
+static CUresult send_image(int library, void **handle, uint64_t hash, const void *bytes, size_t size,
+                           const uint64_t *jit, size_t jit_size)
 {
     struct ivc_call call;
-    CUresult r = ivc_begin(&call, IVC_OP_ivc_module_load, "ivc_module_load");
+    CUresult r = library ? ivc_begin(&call, IVC_OP_ivc_library_load, "ivc_library_load")
+                         : ivc_begin(&call, IVC_OP_ivc_module_load, "ivc_module_load");
     if (r != CUDA_SUCCESS)
         return r;
     ivc_put_u64(&call, hash);
@@ -150,16 +151,17 @@ static CUresult send_image(CUmodule *module, uint64_t hash, const void *bytes, s
     if (r == CUDA_SUCCESS)
         r = ivc_await(&call);
     if (ivc_response(&call)) {
-        ivc_get_handle(&call, (void **)module);
+        ivc_get_handle(&call, handle);
         r = ivc_finish(&call, r);
     }
     return r;
 }
 
-static CUresult load(CUmodule *module, const void *image, const uint64_t *jit, size_t jit_size, const char *name)
+CUresult ivc_load_image(int library, void **handle, const void *image, const uint64_t *jit, size_t jit_size,
+                        const char *name)
 {
-    if (module == NULL || image == NULL)
-        return ivc_null_argument(name, module == NULL ? "module" : "image");
+    if (handle == NULL || image == NULL)
+        return ivc_null_argument(name, handle == NULL ? (library ? "library" : "module") : "image");
     size_t size = ivc_image_size(image);
     if (size == 0) {
         ivc_log("%s: cannot tell the size of the image (not a fat binary, 64-bit ELF or PTX)", name);
@@ -167,19 +169,20 @@ static CUresult load(CUmodule *module, const void *image, const uint64_t *jit, s
     }
     const void *bytes = image_bytes(image);
     uint64_t hash = ivc_fnv1a64(bytes, size);
-    CUmodule loaded = NULL;
+    void *loaded = NULL;
     if (was_sent(hash)) {
-        CUresult r = ivc_module_load(&loaded, hash, size, 0, jit, jit_size);
+        CUresult r = library ? ivc_library_load((CUlibrary *)&loaded, hash, size, 0, jit, jit_size)
+                             : ivc_module_load((CUmodule *)&loaded, hash, size, 0, jit, jit_size);
         if (r != CUDA_ERROR_NOT_FOUND) {
             if (r == CUDA_SUCCESS)
-                *module = loaded;
+                *handle = loaded;
             return r;
         }
     }
-    CUresult r = send_image(&loaded, hash, bytes, size, jit, jit_size);
+    CUresult r = send_image(library, &loaded, hash, bytes, size, jit, jit_size);
     if (r == CUDA_SUCCESS) {
         mark_sent(hash);
-        *module = loaded;
+        *handle = loaded;
     }
     ivc_trace("%s: %zu-byte image %016llx -> %d", name, size, (unsigned long long)hash, r);
     return r;
@@ -187,13 +190,13 @@ static CUresult load(CUmodule *module, const void *image, const uint64_t *jit, s
 
 IVC_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
-    return load(module, image, NULL, 0, "cuModuleLoadData");
+    return ivc_load_image(0, (void **)module, image, NULL, 0, "cuModuleLoadData");
 }
 IVC_ALIASES_cuModuleLoadData
 
 IVC_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
 {
-    return load(module, fatCubin, NULL, 0, "cuModuleLoadFatBinary");
+    return ivc_load_image(0, (void **)module, fatCubin, NULL, 0, "cuModuleLoadFatBinary");
 }
 IVC_ALIASES_cuModuleLoadFatBinary
 
@@ -216,14 +219,13 @@ static int pointer_valued(CUjit_option option)
 }
 
 /* Scalar options travel as (option, value) pairs; log buffers get empty strings here. */
-IVC_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
-                                       CUjit_option *options, void **optionValues)
+CUresult ivc_jit_pairs(uint64_t jit[2 * IVC_MAX_JIT_OPTIONS], size_t *count, unsigned int numOptions,
+                       CUjit_option *options, void **optionValues)
 {
-    uint64_t jit[2 * MAX_JIT_OPTIONS];
     size_t pairs = 0;
     if (numOptions > 0 && (options == NULL || optionValues == NULL))
         return CUDA_ERROR_INVALID_VALUE;
-    if (numOptions > MAX_JIT_OPTIONS)
+    if (numOptions > IVC_MAX_JIT_OPTIONS)
         return CUDA_ERROR_INVALID_VALUE;
     for (unsigned i = 0; i < numOptions; i++) {
         if (options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER) {
@@ -238,7 +240,19 @@ IVC_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsi
             pairs++;
         }
     }
-    return load(module, image, jit, pairs * 16, "cuModuleLoadDataEx");
+    *count = pairs;
+    return CUDA_SUCCESS;
+}
+
+IVC_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+                                       CUjit_option *options, void **optionValues)
+{
+    uint64_t jit[2 * IVC_MAX_JIT_OPTIONS];
+    size_t pairs = 0;
+    CUresult r = ivc_jit_pairs(jit, &pairs, numOptions, options, optionValues);
+    if (r != CUDA_SUCCESS)
+        return r;
+    return ivc_load_image(0, (void **)module, image, jit, pairs * 16, "cuModuleLoadDataEx");
 }
 IVC_ALIASES_cuModuleLoadDataEx
 

@@ -3,6 +3,20 @@
 #define IVC_MODULE_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "ivc_cuda_types.h"
+
+#define IVC_MAX_JIT_OPTIONS 64
+
+/* Loads an image as a module (library 0: ivc_module_load) or a library (1: ivc_library_load),
+ * sending its bytes only if this process has not sent them yet; name: the caller, for logs. */
+CUresult ivc_load_image(int library, void **handle, const void *image, const uint64_t *jit, size_t jit_size,
+                        const char *name);
+/* cuModuleLoadDataEx's options as (option, value) pairs of the scalar ones in jit (*count pairs);
+ * log buffers are answered empty here. CUDA_ERROR_INVALID_VALUE for more than IVC_MAX_JIT_OPTIONS. */
+CUresult ivc_jit_pairs(uint64_t jit[2 * IVC_MAX_JIT_OPTIONS], size_t *count, unsigned int numOptions,
+                       CUjit_option *options, void **optionValues);
 
 /* The byte size of a module image (fatbin wrapper, fatbin, ELF, PTX); 0 if unknown. */
 size_t ivc_image_size(const void *image);

@@ -339,6 +339,9 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
     case IVC_OP_ivc_host_device_pointer:
         w_u64(out, 0xB00000000ULL + r_u64(in));
         return CUDA_SUCCESS;
+    case IVC_OP_ivc_library_load:
+        atomic_fetch_add(&fake.library_loads, 1);
+        /* fall through: the same request, the same images */
     case IVC_OP_ivc_module_load: {
         uint64_t hash = r_u64(in), size = r_u64(in), send = r_u64(in);
         if (send) {
@@ -351,9 +354,22 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
             return CUDA_ERROR_NOT_FOUND;
         }
         fake.last_image_size = size;
-        w_u64(out, 0x0200000100000001ULL);
+        w_u64(out, opcode == IVC_OP_ivc_library_load ? 0x1E00000100000001ULL : 0x0200000100000001ULL);
         return fake.last_image_hash == hash ? CUDA_SUCCESS : CUDA_ERROR_INVALID_IMAGE;
     }
+    case IVC_OP_ivc_library_enumerate_kernels: { /* kernel i of the library is FAKE_FUNCTION + i */
+        uint64_t n = r_u64(in), first = r_u64(in);
+        atomic_fetch_add(&fake.enumerate_calls, 1);
+        uint64_t ids[512];
+        for (uint64_t k = 0; k < n && k < 512; k++)
+            ids[k] = FAKE_FUNCTION + first + k;
+        w_buf(out, ids, 8 * (n < 512 ? n : 512));
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_function_name:
+        atomic_fetch_add(&fake.name_calls, 1);
+        w_buf(out, "_Z4funcv", 9);
+        return CUDA_SUCCESS;
     case IVC_OP_ivc_param_layout: {
         /* kernel(int a, double b, char c, void *p): offsets 0, 8, 16, 24 */
         r_u64(in);

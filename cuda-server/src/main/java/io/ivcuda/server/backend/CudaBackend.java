@@ -175,6 +175,76 @@ public interface CudaBackend {
         return CuResult.NOT_SUPPORTED;
     }
 
+    // ---- kernels (issue 12) ----
+    // Libraries, CUkernels and launch extensions (api/kernels.api). Defaults answer
+    // CUDA_ERROR_NOT_SUPPORTED: a backend without a GPU (host-memory) has nothing to load or run.
+
+    /** cuLibraryLoadData: {@code count} JIT options (int[] at {@code options}, void*[] at {@code values}); the library in {@code out.handle}. */
+    default int libraryLoadData(Out out, long image, long options, long values, int count) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int libraryUnload(long library) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** The kernel in {@code out.handle}. */
+    default int libraryGetKernel(Out out, long library, String name) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** The library's module in the current context, in {@code out.handle}. */
+    default int libraryGetModule(Out out, long library) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** The global's address and size in the current context: {@code out.address}, {@code out.bytes}. */
+    default int libraryGetGlobal(Out out, long library, String name) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** The number of kernels in {@code out.value}. */
+    default int libraryGetKernelCount(Out out, long library) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Writes {@code count} native kernels (8 bytes each) at {@code dst}. */
+    default int libraryEnumerateKernels(long dst, int count, long library) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** The kernel's function in the current context, in {@code out.handle}. */
+    default int kernelGetFunction(Out out, long kernel) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int kernelGetAttribute(Out out, int attribute, long kernel, int device) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int kernelSetAttribute(int attribute, int value, long kernel, int device) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int kernelSetCacheConfig(long kernel, int config, int device) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** {@code out.offset}, {@code out.bytes}; CUDA_ERROR_INVALID_VALUE past the last parameter. */
+    default int kernelGetParamInfo(Out out, long kernel, long index) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** The driver's NUL-terminated name in {@code out.address} (valid while the kernel lives). */
+    default int kernelGetName(Out out, long kernel) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** The driver's NUL-terminated name in {@code out.address} (valid while the function lives). */
+    default int funcGetName(Out out, long function) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
     // ---- graphs (issue 12) ----
     // Streams, stream memory operations, host functions, capture and graphs (api/graphs.api,
     // docs/graphs.md). Defaults answer CUDA_ERROR_NOT_SUPPORTED: a backend implements what it can

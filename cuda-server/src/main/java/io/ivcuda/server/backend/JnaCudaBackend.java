@@ -450,6 +450,145 @@ public final class JnaCudaBackend implements CudaBackend {
         return exportTables().integrityCheck(o, version, unixSeconds);
     }
 
+    // ---- kernels (issue 12) ----
+
+    /** Whether {@link CudaDriverKernels} registered: the host driver has CUDA 12.5's library and kernel calls. */
+    private static final boolean KERNELS = kernelsLoadable();
+
+    private static boolean kernelsLoadable() {
+        try {
+            Class.forName(CudaDriverKernels.class.getName(), true, CudaDriverKernels.class.getClassLoader());
+            return true;
+        } catch (Throwable e) {
+            LOG.error("libcuda.so.1 lacks the CUDA 12 library/kernel calls ({}): cuLibrary*, cuKernel* and the "
+                    + "runtime's launches answer CUDA_ERROR_NOT_SUPPORTED", e.toString());
+            return false;
+        }
+    }
+
+    @Override
+    public int libraryLoadData(Out o, long image, long options, long values, int count) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuLibraryLoadData(s(o, 0), image, count == 0 ? 0 : options, count == 0 ? 0 : values,
+                count, 0, 0, 0);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int libraryUnload(long library) {
+        return KERNELS ? CudaDriverKernels.cuLibraryUnload(library) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int libraryGetKernel(Out o, long library, String name) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuLibraryGetKernel(s(o, 0), library, name);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int libraryGetModule(Out o, long library) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuLibraryGetModule(s(o, 0), library);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int libraryGetGlobal(Out o, long library, String name) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuLibraryGetGlobal(s(o, 0), s(o, 1), library, name);
+        o.address = UnsafeApi.getLong(s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 1));
+        return r;
+    }
+
+    @Override
+    public int libraryGetKernelCount(Out o, long library) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuLibraryGetKernelCount(s(o, 0), library);
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int libraryEnumerateKernels(long dst, int count, long library) {
+        return KERNELS ? CudaDriverKernels.cuLibraryEnumerateKernels(dst, count, library) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int kernelGetFunction(Out o, long kernel) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuKernelGetFunction(s(o, 0), kernel);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int kernelGetAttribute(Out o, int attribute, long kernel, int device) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuKernelGetAttribute(s(o, 0), attribute, kernel, device);
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int kernelSetAttribute(int attribute, int value, long kernel, int device) {
+        return KERNELS ? CudaDriverKernels.cuKernelSetAttribute(attribute, value, kernel, device) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int kernelSetCacheConfig(long kernel, int config, int device) {
+        return KERNELS ? CudaDriverKernels.cuKernelSetCacheConfig(kernel, config, device) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int kernelGetParamInfo(Out o, long kernel, long index) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuKernelGetParamInfo(kernel, index, s(o, 0), s(o, 1));
+        o.offset = UnsafeApi.getLong(s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 1));
+        return r;
+    }
+
+    @Override
+    public int kernelGetName(Out o, long kernel) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuKernelGetName(s(o, 0), kernel);
+        o.address = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int funcGetName(Out o, long function) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuFuncGetName(s(o, 0), function);
+        o.address = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
     // ---- graphs (issue 12) ----
 
     /** The driver's host-function entry point: one for the JVM's life, the key as userData. */

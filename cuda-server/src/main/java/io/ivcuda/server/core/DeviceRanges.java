@@ -78,6 +78,15 @@ public final class DeviceRanges {
         return ranges.remove(base);
     }
 
+    /** Removes a range that is not an allocation (a global of an unloaded library); null if none. */
+    public synchronized Range removeGlobal(long base) {
+        Range r = ranges.get(base);
+        if (r == null || r.allocation()) {
+            return null;
+        }
+        return ranges.remove(base);
+    }
+
     /** Whether [address, address+bytes) lies inside one range. */
     public synchronized boolean contains(long address, long bytes) {
         return containing(address, bytes) != null;

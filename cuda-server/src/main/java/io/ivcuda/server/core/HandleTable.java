@@ -31,6 +31,7 @@ public final class HandleTable {
     public static final int KIND_FUNCTION = HandleKinds.FUNCTION;
     public static final int KIND_STREAM = HandleKinds.STREAM;
     public static final int KIND_EVENT = HandleKinds.EVENT;
+    public static final int KIND_LIBRARY = HandleKinds.LIBRARY;
 
     /** Without limits (tests). */
     public static final int UNLIMITED = Integer.MAX_VALUE;

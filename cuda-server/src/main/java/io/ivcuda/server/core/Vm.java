@@ -37,6 +37,7 @@ public final class Vm {
     private final AtomicLong allocated = new AtomicLong();
     private final HostGpu gpu;
     private final AtomicLong moduleUnloads = new AtomicLong();
+    private final Libraries libraries = new Libraries();
     private final HostCalls hostCalls;
 
     /**
@@ -149,6 +150,11 @@ public final class Vm {
         return images;
     }
 
+    /** The kernels, modules and globals of the VM's loaded libraries (cuLibraryLoadData). */
+    public Libraries libraries() {
+        return libraries;
+    }
+
     /** How many modules were unloaded so far: a native function's address may be reused after one. */
     public long moduleUnloads() {
         return moduleUnloads.get();
@@ -247,7 +253,7 @@ public final class Vm {
         int blocks = pool.freeAllOf(token).size();
         List<HandleTable.Entry> entries = handles.ownedBy(token);
         int[] order = {HandleTable.KIND_FUNCTION, HandleTable.KIND_EVENT, HandleTable.KIND_STREAM,
-            HandleTable.KIND_MODULE, HandleTable.KIND_CTX};
+            HandleTable.KIND_MODULE, HandleTable.KIND_LIBRARY, HandleTable.KIND_CTX};
         for (int kind : order) {
             for (HandleTable.Entry e : entries) {
                 if (e.kind() != kind) {
@@ -258,7 +264,15 @@ public final class Vm {
                     case HandleTable.KIND_EVENT -> withContext(e.extra(), out, () -> backend.eventDestroy(e.nativeValue()));
                     case HandleTable.KIND_STREAM -> withContext(e.extra(), out, () -> backend.streamDestroy(e.nativeValue()));
                     case HandleTable.KIND_MODULE -> {
-                        withContext(e.extra(), out, () -> backend.moduleUnload(e.nativeValue()));
+                        // a library's module goes with its library
+                        if (!libraries.isLibraryModule(e.nativeValue())) {
+                            withContext(e.extra(), out, () -> backend.moduleUnload(e.nativeValue()));
+                            moduleUnloaded();
+                        }
+                    }
+                    case HandleTable.KIND_LIBRARY -> {
+                        libraries.forget(e.nativeValue());
+                        backend.libraryUnload(e.nativeValue());
                         moduleUnloaded();
                     }
                     case HandleTable.KIND_CTX -> {

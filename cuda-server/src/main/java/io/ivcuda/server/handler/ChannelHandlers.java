@@ -25,8 +25,8 @@ public final class ChannelHandlers implements ChannelCalls {
         handlers = new Handlers(session, new SessionHandler(session), new DeviceHandler(session),
                 new ContextHandler(session), new ModuleHandler(session), new MemoryHandler(session),
                 new CopyHandler(session), new StreamHandler(session), new LaunchHandler(session),
-                new ExportHandler(session), new StreamQueryHandler(session), new MemOpHandler(session),
-                new HostFnHandler(session));
+                new ExportHandler(session), new LibraryHandler(session), new StreamQueryHandler(session),
+                new MemOpHandler(session), new HostFnHandler(session));
     }
 
     @Override

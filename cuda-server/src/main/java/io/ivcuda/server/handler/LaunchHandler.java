@@ -14,7 +14,8 @@ import org.agrona.collections.Long2ObjectHashMap;
  * Functions and launches. The guest packs a launch's parameters with the layout {@code
  * ivc_param_layout} gave it; the server rebuilds the {@code void**} over the packed bytes from the
  * same layout, which it asks the driver once per function and keeps for this channel (until a
- * module of the VM is unloaded: a native function's address may then be reused).
+ * module of the VM is unloaded: a native function's address may then be reused). A CUkernel given
+ * as the function is resolved to its function in the current context first ({@link LibraryHandler#function}).
  */
 final class LaunchHandler implements LaunchCalls {
     private static final int MAX_PARAMS = (Out.SCRATCH_SIZE - 64) / 8;
@@ -30,6 +31,11 @@ final class LaunchHandler implements LaunchCalls {
 
     @Override
     public int cuFuncGetAttribute(Reply r, int attrib, long hfunc) {
+        int k = LibraryHandler.function(session, hfunc);
+        if (k != CuResult.SUCCESS) {
+            return k;
+        }
+        hfunc = session.out.handle;
         int result = session.cuda.funcGetAttribute(session.out, attrib, hfunc);
         r.set(0, session.out.value);
         return result;
@@ -37,16 +43,31 @@ final class LaunchHandler implements LaunchCalls {
 
     @Override
     public int cuFuncSetAttribute(Reply r, long hfunc, int attrib, int value) {
+        int k = LibraryHandler.function(session, hfunc);
+        if (k != CuResult.SUCCESS) {
+            return k;
+        }
+        hfunc = session.out.handle;
         return session.cuda.funcSetAttribute(hfunc, attrib, value);
     }
 
     @Override
     public int cuFuncSetCacheConfig(Reply r, long hfunc, int config) {
+        int k = LibraryHandler.function(session, hfunc);
+        if (k != CuResult.SUCCESS) {
+            return k;
+        }
+        hfunc = session.out.handle;
         return session.cuda.funcSetCacheConfig(hfunc, config);
     }
 
     @Override
     public int cuFuncGetParamInfo(Reply r, long func, long paramIndex) {
+        int k = LibraryHandler.function(session, func);
+        if (k != CuResult.SUCCESS) {
+            return k;
+        }
+        func = session.out.handle;
         int result = session.cuda.funcGetParamInfo(session.out, func, paramIndex);
         r.set(0, session.out.offset);
         r.set(1, session.out.bytes);
@@ -61,6 +82,11 @@ final class LaunchHandler implements LaunchCalls {
     @Override
     public int cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(Reply r, long func, int blockSize,
                                                                      long dynamicSMemSize, int flags) {
+        int k = LibraryHandler.function(session, func);
+        if (k != CuResult.SUCCESS) {
+            return k;
+        }
+        func = session.out.handle;
         int result = session.cuda.occupancyMaxActiveBlocksPerMultiprocessor(session.out, func, blockSize,
                 dynamicSMemSize, flags);
         r.set(0, session.out.value);
@@ -114,6 +140,11 @@ final class LaunchHandler implements LaunchCalls {
      */
     @Override
     public int ivc_param_layout(Reply r, int capacity, long f) {
+        int k = LibraryHandler.function(session, f);
+        if (k != CuResult.SUCCESS) {
+            return k;
+        }
+        f = session.out.handle;
         long[] entries = paramLayout(f);
         if (entries == null) {
             return layoutError;
@@ -131,6 +162,11 @@ final class LaunchHandler implements LaunchCalls {
     public int ivc_launch(DirectBuffer in, long f, int gridDimX, int gridDimY, int gridDimZ, int blockDimX,
                           int blockDimY, int blockDimZ, int sharedMemBytes, long stream, int paramsIndex,
                           int paramsLength, int paramsSize) {
+        int k = LibraryHandler.function(session, f);
+        if (k != CuResult.SUCCESS) {
+            return k;
+        }
+        f = session.out.handle;
         long[] entries = paramLayout(f);
         if (entries == null) {
             return layoutError;

@@ -1,0 +1,73 @@
+package io.ivcuda.server.core;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * What the VM's loaded libraries (cuLibraryLoadData) made, by native value: their kernels, the
+ * modules a context gave them and the addresses of their globals. A CUkernel travels as a handle
+ * of kind function, so this is what tells a kernel from a function; a library's module belongs to
+ * the library (only cuLibraryUnload unloads it); its globals stop being device memory of the
+ * process when it goes. Native values are the driver's live objects: distinct while they live,
+ * and forgotten here when their library is unloaded (a later object may reuse an address).
+ */
+public final class Libraries {
+    private final Map<Long, Long> kernels = new ConcurrentHashMap<>();
+    private final Map<Long, Long> modules = new ConcurrentHashMap<>();
+    private final Map<Long, List<Long>> globals = new ConcurrentHashMap<>();
+
+    /** What a library left when it went: its modules and the bases of its globals. */
+    public record Forgotten(List<Long> modules, List<Long> globals) {
+    }
+
+    public void kernel(long kernel, long library) {
+        kernels.put(kernel, library);
+    }
+
+    /** Whether {@code nativeValue} (of a function handle) is a CUkernel. */
+    public boolean isKernel(long nativeValue) {
+        return kernels.containsKey(nativeValue);
+    }
+
+    /** The native library of a kernel, 0 if {@code kernel} is none. */
+    public long libraryOf(long kernel) {
+        Long library = kernels.get(kernel);
+        return library == null ? 0 : library;
+    }
+
+    public void module(long module, long library) {
+        modules.put(module, library);
+    }
+
+    /** Whether {@code module} is a library's (cuLibraryGetModule): never unloaded as a module. */
+    public boolean isLibraryModule(long module) {
+        return modules.containsKey(module);
+    }
+
+    public void global(long library, long base) {
+        globals.compute(library, (k, list) -> {
+            List<Long> l = list == null ? new ArrayList<>() : list;
+            if (!l.contains(base)) {
+                l.add(base);
+            }
+            return l;
+        });
+    }
+
+    /** Forgets a library's kernels and modules; answers its modules and globals. */
+    public Forgotten forget(long library) {
+        kernels.values().removeIf(l -> l == library);
+        List<Long> gone = new ArrayList<>();
+        modules.entrySet().removeIf(e -> {
+            if (e.getValue() == library) {
+                gone.add(e.getKey());
+                return true;
+            }
+            return false;
+        });
+        List<Long> bases = globals.remove(library);
+        return new Forgotten(gone, bases == null ? List.of() : bases);
+    }
+}

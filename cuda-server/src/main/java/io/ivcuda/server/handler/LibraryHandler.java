@@ -1,0 +1,304 @@
+package io.ivcuda.server.handler;
+
+import static io.ivcuda.server.core.HandleTable.KIND_FUNCTION;
+import static io.ivcuda.server.core.HandleTable.KIND_LIBRARY;
+import static io.ivcuda.server.core.HandleTable.KIND_MODULE;
+
+import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.backend.Out;
+import io.ivcuda.server.core.DeviceRanges;
+import io.ivcuda.server.core.HandleTable;
+import io.ivcuda.server.core.Libraries;
+import io.ivcuda.server.gen.LibraryCalls;
+import io.ivcuda.server.gen.Reply;
+import java.nio.ByteOrder;
+import org.agrona.DirectBuffer;
+import org.agrona.UnsafeApi;
+
+/**
+ * Libraries (cuLibraryLoadData, CUDA 12+) and their kernels. A library's image takes the modules'
+ * bounded upload ({@link ImageUpload}); its handle names the native library, with no context. A
+ * CUkernel is a handle of kind function whose native value {@link Libraries} knows as a kernel:
+ * wherever a CUfunction is taken, {@link #function} resolves it to the kernel's function in the
+ * current context. Kernels, the functions and modules got from them and the library's globals
+ * go with cuLibraryUnload or the process.
+ */
+final class LibraryHandler implements LibraryCalls {
+    /** JIT options the server passes on: scalar values only (docs/kernels.md). */
+    private static final int[] SAFE_JIT_OPTIONS = {0, 1, 7, 8, 9, 10, 11, 12, 13, 14, 30, 31, 32, 33};
+    static final int MAX_JIT_OPTIONS = 64;
+
+    private final Session session;
+
+    LibraryHandler(Session session) {
+        this.session = session;
+    }
+
+    /**
+     * {@code f} itself in {@code session.out.handle}, or when {@code f} is a CUkernel its function
+     * in the current context (cuKernelGetFunction); answers the driver's result. For every handler
+     * that takes a CUfunction.
+     */
+    static int function(Session session, long f) {
+        if (!session.vm.libraries().isKernel(f)) {
+            session.out.handle = f;
+            return CuResult.SUCCESS;
+        }
+        return session.cuda.kernelGetFunction(session.out, f);
+    }
+
+    @Override
+    public int ivc_library_load(Reply r, DirectBuffer in, long imageHash, long imageSize, int sendImage,
+                                int jitOptionsIndex, int jitOptionsLength, long jitOptionsSize) {
+        // the options are read (once) before the image moves, which follows whatever they hold
+        long options = session.out.scratch + 64;
+        long values = options + 4L * MAX_JIT_OPTIONS;
+        int count = jitOptionsLength / 16;
+        String bad = null;
+        if (jitOptionsLength != jitOptionsSize || jitOptionsLength % 16 != 0 || count > MAX_JIT_OPTIONS) {
+            bad = "jitOptionsSize " + jitOptionsSize + " is not (option, value) pairs of at most " + MAX_JIT_OPTIONS;
+        }
+        for (int i = 0; bad == null && i < count; i++) {
+            long option = in.getLong(jitOptionsIndex + 16 * i, ByteOrder.LITTLE_ENDIAN);
+            long value = in.getLong(jitOptionsIndex + 16 * i + 8, ByteOrder.LITTLE_ENDIAN);
+            if (!safeJitOption(option)) {
+                bad = "JIT option " + option + " is not one the server passes on";
+            }
+            UnsafeApi.putInt(options + 4L * i, (int) option);
+            UnsafeApi.putLong(values + 8L * i, value);
+        }
+        if (bad != null) {
+            session.warn("jitOptions", bad, CuResult.INVALID_VALUE);
+            return sendImage != 0 && !session.chunks.discard(imageSize) ? CuResult.DEVICE_UNAVAILABLE : CuResult.INVALID_VALUE;
+        }
+        int n = count;
+        int result = ImageUpload.load(session, imageHash, imageSize, sendImage,
+                address -> session.cuda.libraryLoadData(session.out, address, options, values, n));
+        if (result == CuResult.SUCCESS) {
+            r.set(0, session.vm.handles().mint(KIND_LIBRARY, session.token(), session.out.handle, 0));
+        }
+        return result;
+    }
+
+    private static boolean safeJitOption(long option) {
+        for (int safe : SAFE_JIT_OPTIONS) {
+            if (option == safe) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Override
+    public int ivc_library_unload(Reply r, long library) {
+        HandleTable handles = session.vm.handles();
+        long token = session.token();
+        // what the library made goes first, each once no call of another thread still uses it
+        Libraries.Forgotten gone = session.vm.libraries().forget(library);
+        handles.removeDependents(token, KIND_FUNCTION, library, session.chunks::stopping);
+        for (long module : gone.modules()) {
+            handles.removeDependents(token, KIND_FUNCTION, module, session.chunks::stopping);
+        }
+        handles.removeDependents(token, KIND_MODULE, library, session.chunks::stopping);
+        DeviceRanges ranges = session.owner().ranges();
+        for (long base : gone.globals()) {
+            ranges.removeGlobal(base);
+        }
+        session.vm.moduleUnloaded();
+        return session.cuda.libraryUnload(library);
+    }
+
+    /** The caller's handle for a native object, an existing one if it has one (kernels, a library's modules). */
+    private long handleFor(int kind, long nativeValue, long extra) {
+        HandleTable.Entry e = session.vm.handles().findNative(kind, session.token(), nativeValue);
+        return e != null ? e.id() : session.vm.handles().mint(kind, session.token(), nativeValue, extra);
+    }
+
+    @Override
+    public int cuLibraryGetKernel(Reply r, long library, String name) {
+        int result = session.cuda.libraryGetKernel(session.out, library, name);
+        if (result == CuResult.SUCCESS) {
+            long kernel = session.out.handle;
+            session.vm.libraries().kernel(kernel, library);
+            r.set(0, handleFor(KIND_FUNCTION, kernel, library));
+        }
+        return result;
+    }
+
+    @Override
+    public int cuLibraryGetModule(Reply r, long library) {
+        int result = session.cuda.libraryGetModule(session.out, library);
+        if (result == CuResult.SUCCESS) {
+            long module = session.out.handle;
+            session.vm.libraries().module(module, library);
+            // extra: the library, whose unload removes the handle (the module is never unloaded as one)
+            r.set(0, handleFor(KIND_MODULE, module, library));
+        }
+        return result;
+    }
+
+    @Override
+    public int ivc_library_get_global(Reply r, long library, String name) {
+        int result = session.cuda.libraryGetGlobal(session.out, library, name);
+        if (result == CuResult.SUCCESS) {
+            long base = session.out.address;
+            long bytes = session.out.bytes;
+            session.vm.libraries().global(library, base);
+            session.owner().ranges().add(new DeviceRanges.Range(base, bytes, false, 0));
+            r.set(0, base);
+            r.set(1, bytes);
+        }
+        return result;
+    }
+
+    @Override
+    public int cuLibraryGetManaged(Reply r, long library, String name) {
+        return session.refuse("name", name + ": managed memory is not remoted (docs/kernels.md)", CuResult.NOT_SUPPORTED);
+    }
+
+    @Override
+    public int cuLibraryGetKernelCount(Reply r, long lib) {
+        int result = session.cuda.libraryGetKernelCount(session.out, lib);
+        r.set(0, session.out.value & 0xffffffffL);
+        return result;
+    }
+
+    /**
+     * Kernels {@code first}.. of the library, as many as the guest's capacity and the response area
+     * hold: each gets the caller's handle (the same one cuLibraryGetKernel answers).
+     */
+    @Override
+    public int ivc_library_enumerate_kernels(Reply r, int numKernels, int first, long lib) {
+        Out out = session.out;
+        int result = session.cuda.libraryGetKernelCount(out, lib);
+        if (result != CuResult.SUCCESS) {
+            return result;
+        }
+        long total = out.value & 0xffffffffL;
+        long from = first & 0xffffffffL;
+        if (from > total) {
+            return session.refuse("first", from + " is past the library's " + total + " kernels", CuResult.INVALID_VALUE);
+        }
+        int n = (int) Math.min(total - from, r.outbufCapacity() / 8);
+        if (total == 0) {
+            r.outbufLength(0);
+            return CuResult.SUCCESS;
+        }
+        // the driver writes them all (total is the library's own count, not the guest's)
+        long natives = UnsafeApi.allocateMemory(8 * total);
+        try {
+            result = session.cuda.libraryEnumerateKernels(natives, (int) total, lib);
+            if (result != CuResult.SUCCESS) {
+                return result;
+            }
+            for (int i = 0; i < n; i++) {
+                if (!session.vm.handles().canMint(session.token())) {
+                    return session.refuse("numKernels", "the process holds as many handles as the server's limits allow",
+                            CuResult.OUT_OF_MEMORY);
+                }
+                long kernel = UnsafeApi.getLong(natives + 8 * (from + i));
+                session.vm.libraries().kernel(kernel, lib);
+                r.buffer().putLong(r.outbufIndex() + 8 * i, handleFor(KIND_FUNCTION, kernel, lib), ByteOrder.LITTLE_ENDIAN);
+            }
+        } finally {
+            UnsafeApi.freeMemory(natives);
+        }
+        r.outbufLength(8 * n);
+        return CuResult.SUCCESS;
+    }
+
+    /** Refuses a function handle that is not a CUkernel where one is required. */
+    private int notKernel(long kernel) {
+        return session.refuse("kernel", "is a function, not a CUkernel", CuResult.INVALID_HANDLE);
+    }
+
+    @Override
+    public int cuKernelGetFunction(Reply r, long kernel) {
+        if (!session.vm.libraries().isKernel(kernel)) {
+            return notKernel(kernel);
+        }
+        int result = session.cuda.kernelGetFunction(session.out, kernel);
+        if (result == CuResult.SUCCESS) {
+            // extra: the library, whose unload removes the function
+            r.set(0, handleFor(KIND_FUNCTION, session.out.handle, session.vm.libraries().libraryOf(kernel)));
+        }
+        return result;
+    }
+
+    @Override
+    public int cuKernelGetAttribute(Reply r, int attrib, long kernel, int dev) {
+        if (!session.vm.libraries().isKernel(kernel)) {
+            return notKernel(kernel);
+        }
+        int result = session.cuda.kernelGetAttribute(session.out, attrib, kernel, dev);
+        r.set(0, session.out.value);
+        return result;
+    }
+
+    @Override
+    public int cuKernelSetAttribute(Reply r, int attrib, int val, long kernel, int dev) {
+        if (!session.vm.libraries().isKernel(kernel)) {
+            return notKernel(kernel);
+        }
+        return session.cuda.kernelSetAttribute(attrib, val, kernel, dev);
+    }
+
+    @Override
+    public int cuKernelSetCacheConfig(Reply r, long kernel, int config, int dev) {
+        if (!session.vm.libraries().isKernel(kernel)) {
+            return notKernel(kernel);
+        }
+        return session.cuda.kernelSetCacheConfig(kernel, config, dev);
+    }
+
+    @Override
+    public int cuKernelGetParamInfo(Reply r, long kernel, long paramIndex) {
+        if (!session.vm.libraries().isKernel(kernel)) {
+            return notKernel(kernel);
+        }
+        int result = session.cuda.kernelGetParamInfo(session.out, kernel, paramIndex);
+        r.set(0, session.out.offset);
+        r.set(1, session.out.bytes);
+        return result;
+    }
+
+    @Override
+    public int cuKernelGetLibrary(Reply r, long kernel) {
+        long library = session.vm.libraries().libraryOf(kernel);
+        if (library == 0) {
+            return notKernel(kernel);
+        }
+        HandleTable.Entry e = session.vm.handles().findNative(KIND_LIBRARY, session.token(), library);
+        if (e == null) {
+            return session.refuse("kernel", "its library is not this process's", CuResult.INVALID_HANDLE);
+        }
+        r.set(0, e.id());
+        return CuResult.SUCCESS;
+    }
+
+    /** The name of a function or kernel, copied (NUL-terminated, cut to the capacity) from the driver's string. */
+    @Override
+    public int ivc_function_name(Reply r, int capacity, long f) {
+        Out out = session.out;
+        int result = session.vm.libraries().isKernel(f) ? session.cuda.kernelGetName(out, f) : session.cuda.funcGetName(out, f);
+        if (result != CuResult.SUCCESS) {
+            return result;
+        }
+        int room = r.outbufCapacity();
+        if (room == 0 || out.address == 0) {
+            return session.refuse("capacity", "leaves no room for the name", CuResult.INVALID_VALUE);
+        }
+        int n = 0;
+        while (n < room - 1) {
+            byte b = UnsafeApi.getByte(out.address + n);
+            if (b == 0) {
+                break;
+            }
+            r.buffer().putByte(r.outbufIndex() + n, b);
+            n++;
+        }
+        r.buffer().putByte(r.outbufIndex() + n, (byte) 0);
+        r.outbufLength(n + 1);
+        return CuResult.SUCCESS;
+    }
+}
