@@ -316,4 +316,86 @@ public interface CudaBackend {
     default int streamIsCapturing(Out out, long stream) {
         return CuResult.NOT_SUPPORTED;
     }
+
+    default int streamBeginCapture(long stream, int mode) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** {@code nodes}/{@code edges}: native arrays of {@code count} (edges may be 0). */
+    default int streamBeginCaptureToGraph(long stream, long graph, long nodes, long edges, long count, int mode) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle (the captured graph) */
+    default int streamEndCapture(Out out, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /**
+     * → value (the capture status), totalBytes (the capture id), handle (the graph being captured),
+     * bytes (the number of dependencies), address (the driver's array of them), offset (its array of
+     * their edge data, or 0). The arrays are the driver's, valid until the stream's next call.
+     */
+    default int streamGetCaptureInfo(Out out, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** {@code nodes}/{@code edges}: native arrays of {@code count} (edges may be 0). */
+    default int streamUpdateCaptureDependencies(long stream, long nodes, long edges, long count, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Sets this thread's capture mode → value (the previous one). */
+    default int threadExchangeStreamCaptureMode(Out out, int mode) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle */
+    default int graphCreate(Out out, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int graphDestroy(long graph) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle */
+    default int graphClone(Out out, long graph) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle */
+    default int graphInstantiate(Out out, long graph, long flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int graphLaunch(long exec, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int graphUpload(long exec, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int graphExecDestroy(long exec) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle (the flags) */
+    default int graphExecGetFlags(Out out, long exec) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /**
+     * The graph's nodes ({@code roots}: its root nodes) into the native array {@code nodes} of
+     * {@code capacity} (0: only count) → bytes (how many there are).
+     */
+    default int graphGetNodes(Out out, long graph, boolean roots, long nodes, long capacity) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → value (CUgraphNodeType) */
+    default int graphNodeGetType(Out out, long node) {
+        return CuResult.NOT_SUPPORTED;
+    }
 }

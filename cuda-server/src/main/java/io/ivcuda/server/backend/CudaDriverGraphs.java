@@ -31,4 +31,22 @@ final class CudaDriverGraphs {
     static native int cuLaunchHostFunc(long stream, long fn, long userData);
     static native int cuStreamAddCallback(long stream, long callback, long userData, int flags);
     static native int cuStreamIsCapturing(long stream, long pstatus);
+    static native int cuStreamBeginCapture_v2(long stream, int mode);
+    static native int cuStreamBeginCaptureToGraph(long stream, long graph, long deps, long edges, long n, int mode);
+    static native int cuStreamEndCapture(long stream, long pgraph);
+    static native int cuStreamGetCaptureInfo_v3(long stream, long pstatus, long pid, long pgraph, long pdeps, long pedges,
+                                                long pn);
+    static native int cuStreamUpdateCaptureDependencies_v2(long stream, long deps, long edges, long n, int flags);
+    static native int cuThreadExchangeStreamCaptureMode(long pmode);
+    static native int cuGraphCreate(long pgraph, int flags);
+    static native int cuGraphDestroy(long graph);
+    static native int cuGraphClone(long pclone, long graph);
+    static native int cuGraphInstantiateWithFlags(long pexec, long graph, long flags);
+    static native int cuGraphLaunch(long exec, long stream);
+    static native int cuGraphUpload(long exec, long stream);
+    static native int cuGraphExecDestroy(long exec);
+    static native int cuGraphExecGetFlags(long exec, long pflags);
+    static native int cuGraphGetNodes(long graph, long nodes, long pn);
+    static native int cuGraphGetRootNodes(long graph, long nodes, long pn);
+    static native int cuGraphNodeGetType(long node, long ptype);
 }

@@ -741,4 +741,143 @@ public final class JnaCudaBackend implements CudaBackend {
         o.value = UnsafeApi.getInt(s(o, 0));
         return r;
     }
+
+    @Override
+    public int streamBeginCapture(long stream, int mode) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamBeginCapture_v2(stream, mode) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamBeginCaptureToGraph(long stream, long graph, long nodes, long edges, long count, int mode) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamBeginCaptureToGraph(stream, graph, nodes, edges, count, mode)
+                : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamEndCapture(Out o, long stream) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverGraphs.cuStreamEndCapture(stream, s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int streamGetCaptureInfo(Out o, long stream) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        for (int i = 0; i < 6; i++) {
+            UnsafeApi.putLong(s(o, i), 0);
+        }
+        int r = CudaDriverGraphs.cuStreamGetCaptureInfo_v3(stream, s(o, 0), s(o, 1), s(o, 2), s(o, 3), s(o, 4), s(o, 5));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        o.totalBytes = UnsafeApi.getLong(s(o, 1));
+        o.handle = UnsafeApi.getLong(s(o, 2));
+        o.address = UnsafeApi.getLong(s(o, 3));
+        o.offset = UnsafeApi.getLong(s(o, 4));
+        o.bytes = UnsafeApi.getLong(s(o, 5));
+        return r;
+    }
+
+    @Override
+    public int streamUpdateCaptureDependencies(long stream, long nodes, long edges, long count, int flags) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamUpdateCaptureDependencies_v2(stream, nodes, edges, count, flags)
+                : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int threadExchangeStreamCaptureMode(Out o, int mode) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putInt(s(o, 0), mode);
+        int r = CudaDriverGraphs.cuThreadExchangeStreamCaptureMode(s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphCreate(Out o, int flags) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuGraphCreate(s(o, 0), flags);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphDestroy(long graph) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuGraphDestroy(graph) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int graphClone(Out o, long graph) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuGraphClone(s(o, 0), graph);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphInstantiate(Out o, long graph, long flags) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuGraphInstantiateWithFlags(s(o, 0), graph, flags);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphLaunch(long exec, long stream) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuGraphLaunch(exec, stream) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int graphUpload(long exec, long stream) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuGraphUpload(exec, stream) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int graphExecDestroy(long exec) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuGraphExecDestroy(exec) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int graphExecGetFlags(Out o, long exec) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuGraphExecGetFlags(exec, s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphGetNodes(Out o, long graph, boolean roots, long nodes, long capacity) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), capacity);
+        int r = roots ? CudaDriverGraphs.cuGraphGetRootNodes(graph, capacity == 0 ? 0 : nodes, s(o, 0))
+                : CudaDriverGraphs.cuGraphGetNodes(graph, capacity == 0 ? 0 : nodes, s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphNodeGetType(Out o, long node) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuGraphNodeGetType(node, s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
 }

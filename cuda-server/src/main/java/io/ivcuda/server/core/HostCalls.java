@@ -20,8 +20,9 @@ import org.apache.logging.log4j.Logger;
  * process's inbox, where its host-function thread takes it ({@link #next}); the driver's thread
  * waits until the guest reports it ran, so the stream's order holds.
  *
- * <p>A guest cannot hold anything for long: a delivery is given up after {@link #timeoutNs} (the
- * driver's callback thread, shared by the VM's processes, goes on, one log line), every delivery
+ * <p>A guest cannot hold anything for long: a delivery is given up after {@link #timeoutNs}, or
+ * after 2 s when the process has no host-function thread asking (the driver's callback thread,
+ * shared by the VM's processes, goes on, one log line), every delivery
  * and target of a process is released at its reclaim, and a process holds at most {@link
  * #maxTargets} targets (host functions queued on streams and host nodes alive together).
  */
@@ -34,6 +35,12 @@ public final class HostCalls {
     public static final long DEFAULT_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
     /** The longest one {@link #next} waits (the guest asks again). */
     public static final long MAX_WAIT_MS = 1000;
+    /**
+     * A process whose host-function thread has not asked for this long, and runs nothing, has
+     * none (the library starts it before its first host function): its deliveries are given up
+     * after this long instead of the full timeout.
+     */
+    static final long NO_THREAD_NS = TimeUnit.MILLISECONDS.toNanos(2 * MAX_WAIT_MS);
 
     /** kind 0: CUhostFn; 1: CUstreamCallback; 2: a user object's destructor (nothing waits for it). */
     public static final int KIND_HOST_FN = 0;
@@ -64,6 +71,8 @@ public final class HostCalls {
         final Map<Long, Delivery> running = new HashMap<>();
         final Map<Long, Target> targets = new HashMap<>();
         boolean closed;
+        /** When the process's host-function thread last asked (0: never). */
+        long lastAskNs;
     }
 
     private final int maxTargets;
@@ -144,19 +153,24 @@ public final class HostCalls {
                 if (t.kind() == KIND_DESTRUCTOR) {
                     return;
                 }
-                long deadline = System.nanoTime() + timeoutNs;
+                long start = System.nanoTime();
+                long deadline = start + timeoutNs;
                 while (!d.done && !in.closed) {
-                    long left = deadline - System.nanoTime();
-                    if (left <= 0) {
+                    long now = System.nanoTime();
+                    long left = deadline - now;
+                    boolean noThread = in.running.isEmpty() && now - start > NO_THREAD_NS
+                            && (in.lastAskNs == 0 || now - in.lastAskNs > NO_THREAD_NS);
+                    if (left <= 0 || noThread) {
                         in.queue.remove(d);
                         in.running.remove(d.id);
                         refusals.log(LOG, Level.WARN, "host function timeout", () -> "token "
                                 + Long.toHexString(t.token()) + ": the guest did not run host function 0x"
-                                + Long.toHexString(t.fn()) + " within " + TimeUnit.NANOSECONDS.toMillis(timeoutNs)
-                                + " ms; its stream goes on without it");
+                                + Long.toHexString(t.fn()) + " within " + TimeUnit.NANOSECONDS.toMillis(now - start)
+                                + " ms" + (noThread ? " (it has no host-function thread)" : "")
+                                + "; its stream goes on without it");
                         return;
                     }
-                    TimeUnit.NANOSECONDS.timedWait(in, left);
+                    TimeUnit.NANOSECONDS.timedWait(in, Math.min(left, TimeUnit.MILLISECONDS.toNanos(100)));
                 }
             }
         } catch (InterruptedException e) {
@@ -177,6 +191,7 @@ public final class HostCalls {
         Inbox in = inbox(token);
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(0, Math.min(waitMs, MAX_WAIT_MS)));
         synchronized (in) {
+            in.lastAskNs = System.nanoTime();
             if (doneId != 0) {
                 Delivery d = in.running.remove(doneId);
                 if (d != null) {

@@ -39,6 +39,7 @@ public final class Vm {
     private final AtomicLong moduleUnloads = new AtomicLong();
     private final Libraries libraries = new Libraries();
     private final HostCalls hostCalls;
+    private final GraphState graphs;
 
     /**
      * @param memoryQuota bytes of device memory the VM may hold, 0 = no limit
@@ -60,6 +61,12 @@ public final class Vm {
         this.refusals = new RefusalLog(limits);
         this.pool = new PoolAllocator(layout.poolSize());
         this.hostCalls = new HostCalls(refusals);
+        this.graphs = new GraphState(handles, backend);
+    }
+
+    /** Graph handles being captured, and the reclaim of graphs (docs/graphs.md). */
+    public GraphState graphs() {
+        return graphs;
     }
 
     /** Host functions of the VM's processes, run in the guest (docs/graphs.md). */
@@ -251,6 +258,8 @@ public final class Vm {
             }
         }
         int blocks = pool.freeAllOf(token).size();
+        // graphs before the streams and contexts they were captured on or live in
+        graphs.reclaim(token, out);
         List<HandleTable.Entry> entries = handles.ownedBy(token);
         int[] order = {HandleTable.KIND_FUNCTION, HandleTable.KIND_EVENT, HandleTable.KIND_STREAM,
             HandleTable.KIND_MODULE, HandleTable.KIND_LIBRARY, HandleTable.KIND_CTX};

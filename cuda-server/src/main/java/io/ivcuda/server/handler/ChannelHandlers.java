@@ -26,7 +26,8 @@ public final class ChannelHandlers implements ChannelCalls {
                 new ContextHandler(session), new ModuleHandler(session), new MemoryHandler(session),
                 new CopyHandler(session), new StreamHandler(session), new LaunchHandler(session),
                 new ExportHandler(session), new LibraryHandler(session), new StreamQueryHandler(session),
-                new MemOpHandler(session), new HostFnHandler(session));
+                new MemOpHandler(session), new HostFnHandler(session), new CaptureHandler(session),
+                new GraphHandler(session));
     }
 
     @Override
