@@ -1,121 +1,72 @@
 package io.ivcuda.common;
 
-import java.io.IOException;
-import java.io.Reader;
-import java.nio.charset.StandardCharsets;
+import io.ivcuda.common.config.HostKeys;
+import io.ivcuda.common.config.Settings;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.TreeMap;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
-import org.apache.commons.configuration2.CompositeConfiguration;
-import org.apache.commons.configuration2.Configuration;
-import org.apache.commons.configuration2.PropertiesConfiguration;
-import org.apache.commons.configuration2.ex.ConfigurationException;
 
 /**
- * The host configuration ({@code /etc/ivcuda/ivcuda.properties}), shared by hook and provisioner.
- * The same file also carries the cuda-server's keys (the hook passes it to every server first).
- * All values are checked when the file is loaded, so a bad value is reported once, naming file and key.
+ * The host configuration ({@code /etc/ivcuda/ivcuda.properties}), shared by hook and provisioner: the keys
+ * of {@link HostKeys}, read and checked by {@link Settings} when the file is loaded, so a bad value is
+ * reported once, naming file, key and value. The same file also carries the cuda-server's keys
+ * ({@link io.ivcuda.common.config.ServerKeys}), which the hook copies into each VM's instance configuration
+ * and the server checks.
  */
 public final class HostConfig {
     public static final Path DEFAULT_PATH = Path.of("/etc/ivcuda/ivcuda.properties");
     /** Environment variable that points hook and provisioner at another host configuration (tests, CI). */
     public static final String ENV_CONFIG = "IVCUDA_CONFIG";
 
-    public enum Launch { AUTO, SYSTEMD, DIRECT }
+    /** How the hook starts a server ({@code server.launch}). */
+    public enum Launch {
+        AUTO, SYSTEMD, DIRECT;
+
+        /** The word of {@code server.launch}. */
+        public String word() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
 
     /** One configured GPU: its index, optional UUID and optional memory capacity for quota placement. */
     public record Gpu(int index, String uuid, OptionalLong capacity) {
     }
 
-    private static final Pattern GPU_KEY = Pattern.compile("gpu\\.([0-9]{1,4})\\.(capacity|uuid)");
-    /**
-     * Keys that belong to hook and provisioner. Every other key of the file is the cuda-server's, and
-     * the hook hands those to the server (see {@link #serverKeys()}).
-     */
-    private static final Pattern LIFECYCLE_KEY = Pattern.compile(
-            "defaults\\..*|gpu\\.[0-9]+\\..*|runtime\\.dir|shm\\.dir|log\\.dir|qemu\\.group|server\\..*|libvirt\\.uri");
-
     private final String origin;
-    private final Map<String, String> serverKeys;
-    private final String defaultDevice;
-    private final Mode defaultMode;
-    private final long defaultSize;
-    private final long defaultQuota;
+    private final Settings settings;
     private final Map<Integer, Gpu> gpus;
-    private final Path runtimeDir;
-    private final Path shmDir;
-    private final Path logDir;
-    private final String qemuGroup;
-    private final String serverUser;
-    private final Launch serverLaunch;
-    private final String serverCommand;
-    private final long serverReadyTimeoutMs;
-    private final long serverStopTimeoutMs;
-    private final String libvirtUri;
 
-    private HostConfig(Configuration c, List<Path> files) throws IvcudaConfigException {
+    private HostConfig(Settings settings, List<Path> files) throws IvcudaConfigException {
         this.origin = files.isEmpty() ? "built-in defaults" : String.join(", ", files.stream().map(Path::toString).toList());
-        this.defaultDevice = c.getString("defaults.device", "0").trim();
-        String modeWord = c.getString("defaults.mode", "plain");
-        Mode mode = Mode.fromWord(modeWord);
-        if (mode == null) {
-            throw bad("defaults.mode", modeWord, "unknown mode (use plain or doorbell)");
-        }
-        this.defaultMode = mode;
-        this.defaultSize = bytes(c, "defaults.size", "256M");
-        if (!ByteSize.isValidRegionSize(defaultSize)) {
-            throw bad("defaults.size", c.getString("defaults.size"), "the region size must be a power of two from 1 MiB to "
+        this.settings = settings;
+        long size = settings.get(HostKeys.DEFAULTS_SIZE);
+        if (!ByteSize.isValidRegionSize(size)) {
+            throw settings.bad(HostKeys.DEFAULTS_SIZE, "the region size must be a power of two from 1 MiB to "
                     + ByteSize.describe(ByteSize.MAX_REGION_SIZE));
         }
-        this.defaultQuota = bytes(c, "defaults.quota", "0");
-        this.gpus = readGpus(c);
-        this.runtimeDir = Path.of(c.getString("runtime.dir", "/run/ivcuda"));
-        this.shmDir = Path.of(c.getString("shm.dir", "/dev/shm"));
-        this.logDir = Path.of(c.getString("log.dir", "/var/log/ivcuda"));
-        this.qemuGroup = c.getString("qemu.group", "libvirt-qemu").trim();
-        this.serverUser = c.getString("server.user", "ivcuda").trim();
-        String launch = c.getString("server.launch", "auto").trim();
-        try {
-            this.serverLaunch = Launch.valueOf(launch.toUpperCase(Locale.ROOT));
-        } catch (IllegalArgumentException e) {
-            throw bad("server.launch", launch, "use auto, systemd or direct");
+        if (settings.get(HostKeys.SERVER_COMMAND).isEmpty()) {
+            throw settings.bad(HostKeys.SERVER_COMMAND, "must name the cuda-server command");
         }
-        this.serverCommand = c.getString("server.command", "/usr/bin/ivcuda-server").trim();
-        if (serverCommand.isEmpty()) {
-            throw bad("server.command", serverCommand, "must name the cuda-server command");
-        }
-        this.serverReadyTimeoutMs = millis(c, "server.ready.timeout.ms", 30000);
-        this.serverStopTimeoutMs = millis(c, "server.stop.timeout.ms", 10000);
-        this.libvirtUri = c.getString("libvirt.uri", "qemu:///system").trim();
-        Map<String, String> forServer = new TreeMap<>();
-        for (Iterator<String> keys = c.getKeys(); keys.hasNext(); ) {
-            String key = keys.next();
-            if (!isLifecycleKey(key)) {
-                forServer.put(key, c.getString(key));
-            }
-        }
-        this.serverKeys = java.util.Collections.unmodifiableMap(forServer);
+        this.gpus = readGpus(settings);
     }
 
-    /** Whether a key is one of hook and provisioner's own (documented in templates/ivcuda.properties). */
+    /** Whether a key is one of hook and provisioner's own ({@link HostKeys}); every other key is the server's. */
     public static boolean isLifecycleKey(String key) {
-        return LIFECYCLE_KEY.matcher(key).matches();
+        return HostKeys.isLifecycleKey(key);
     }
 
     /**
-     * The cuda-server's keys of this file (every key that is not a lifecycle key), with their values.
-     * The server refuses keys it does not know, so it gets these and not the whole file.
+     * The cuda-server's keys of this file (every key that is not a lifecycle key), with their values as
+     * written. The server checks them (and refuses keys it does not know) when it starts; they go to it
+     * through each VM's instance configuration.
      */
     public Map<String, String> serverKeys() {
-        return serverKeys;
+        return settings.foreign();
     }
 
     /**
@@ -132,53 +83,24 @@ public final class HostConfig {
 
     /** Loads the files in order; later files override earlier ones. */
     public static HostConfig load(List<Path> files) throws IvcudaConfigException {
-        CompositeConfiguration composite = new CompositeConfiguration();
-        // CompositeConfiguration answers from the first configuration that has a key: add in reverse.
-        List<Path> reversed = new ArrayList<>(files);
-        java.util.Collections.reverse(reversed);
-        for (Path file : reversed) {
-            composite.addConfiguration(read(file));
+        List<Settings.Layer> layers = new ArrayList<>();
+        for (Path file : files) {
+            layers.add(0, Settings.Layer.file(file, "host configuration"));
         }
-        return new HostConfig(composite, files);
+        return new HostConfig(Settings.load(HostKeys.ALL, layers, key -> !HostKeys.isLifecycleKey(key)), files);
     }
 
     public static HostConfig defaults() {
         try {
-            return new HostConfig(new PropertiesConfiguration(), List.of());
+            return load(List.of());
         } catch (IvcudaConfigException e) {
             throw new IllegalStateException("built-in defaults are invalid", e);
         }
     }
 
-    private static PropertiesConfiguration read(Path file) throws IvcudaConfigException {
-        if (!Files.isRegularFile(file)) {
-            throw new IvcudaConfigException("host configuration " + file + ": missing or not a regular file");
-        }
-        PropertiesConfiguration properties = new PropertiesConfiguration();
-        try (Reader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
-            properties.read(reader);
-        } catch (IOException | ConfigurationException | RuntimeException e) {
-            throw new IvcudaConfigException("host configuration " + file + ": unreadable: " + e.getMessage(), e);
-        }
-        return properties;
-    }
-
-    private Map<Integer, Gpu> readGpus(Configuration c) throws IvcudaConfigException {
-        Map<Integer, String> uuids = new TreeMap<>();
-        Map<Integer, OptionalLong> capacities = new TreeMap<>();
-        for (Iterator<String> keys = c.getKeys("gpu"); keys.hasNext(); ) {
-            String key = keys.next();
-            Matcher m = GPU_KEY.matcher(key);
-            if (!m.matches()) {
-                throw bad(key, c.getString(key), "unknown key (known: gpu.<n>.capacity, gpu.<n>.uuid)");
-            }
-            int index = Integer.parseInt(m.group(1));
-            if ("uuid".equals(m.group(2))) {
-                uuids.put(index, c.getString(key).trim());
-            } else {
-                capacities.put(index, OptionalLong.of(bytes(c, key, null)));
-            }
-        }
+    private static Map<Integer, Gpu> readGpus(Settings s) {
+        Map<Integer, String> uuids = s.members(HostKeys.GPU_UUID);
+        Map<Integer, Long> capacities = s.members(HostKeys.GPU_CAPACITY);
         Map<Integer, Gpu> result = new TreeMap<>();
         if (uuids.isEmpty() && capacities.isEmpty()) {
             // Nothing configured: one GPU, index 0, without a capacity limit.
@@ -186,37 +108,12 @@ public final class HostConfig {
             return result;
         }
         int count = Math.max(uuids.isEmpty() ? 0 : ((TreeMap<Integer, String>) uuids).lastKey() + 1,
-                capacities.isEmpty() ? 0 : ((TreeMap<Integer, OptionalLong>) capacities).lastKey() + 1);
+                capacities.isEmpty() ? 0 : ((TreeMap<Integer, Long>) capacities).lastKey() + 1);
         for (int i = 0; i < count; i++) {
-            result.put(i, new Gpu(i, uuids.get(i), capacities.getOrDefault(i, OptionalLong.empty())));
+            Long capacity = capacities.get(i);
+            result.put(i, new Gpu(i, uuids.get(i), capacity == null ? OptionalLong.empty() : OptionalLong.of(capacity)));
         }
         return result;
-    }
-
-    private long bytes(Configuration c, String key, String fallback) throws IvcudaConfigException {
-        String text = c.getString(key, fallback);
-        try {
-            return ByteSize.parse(text);
-        } catch (IllegalArgumentException e) {
-            throw bad(key, text, e.getMessage());
-        }
-    }
-
-    private long millis(Configuration c, String key, long fallback) throws IvcudaConfigException {
-        String text = c.getString(key, Long.toString(fallback)).trim();
-        try {
-            long value = Long.parseLong(text);
-            if (value <= 0) {
-                throw bad(key, text, "must be a positive number of milliseconds");
-            }
-            return value;
-        } catch (NumberFormatException e) {
-            throw bad(key, text, "must be a positive number of milliseconds");
-        }
-    }
-
-    private IvcudaConfigException bad(String key, String value, String reason) {
-        return new IvcudaConfigException("host configuration " + origin + ": " + key + "='" + value + "': " + reason);
     }
 
     public String origin() {
@@ -224,19 +121,19 @@ public final class HostConfig {
     }
 
     public String defaultDevice() {
-        return defaultDevice;
+        return settings.get(HostKeys.DEFAULTS_DEVICE);
     }
 
     public Mode defaultMode() {
-        return defaultMode;
+        return settings.get(HostKeys.DEFAULTS_MODE);
     }
 
     public long defaultSize() {
-        return defaultSize;
+        return settings.get(HostKeys.DEFAULTS_SIZE);
     }
 
     public long defaultQuota() {
-        return defaultQuota;
+        return settings.get(HostKeys.DEFAULTS_QUOTA);
     }
 
     /** The configured GPUs by index (indices 0..count-1). */
@@ -245,42 +142,42 @@ public final class HostConfig {
     }
 
     public Path runtimeDir() {
-        return runtimeDir;
+        return settings.get(HostKeys.RUNTIME_DIR);
     }
 
     public Path shmDir() {
-        return shmDir;
+        return settings.get(HostKeys.SHM_DIR);
     }
 
     public Path logDir() {
-        return logDir;
+        return settings.get(HostKeys.LOG_DIR);
     }
 
     public String qemuGroup() {
-        return qemuGroup;
+        return settings.get(HostKeys.QEMU_GROUP);
     }
 
     public String serverUser() {
-        return serverUser;
+        return settings.get(HostKeys.SERVER_USER);
     }
 
     public Launch serverLaunch() {
-        return serverLaunch;
+        return settings.get(HostKeys.SERVER_LAUNCH);
     }
 
     public String serverCommand() {
-        return serverCommand;
+        return settings.get(HostKeys.SERVER_COMMAND);
     }
 
     public long serverReadyTimeoutMs() {
-        return serverReadyTimeoutMs;
+        return settings.get(HostKeys.SERVER_READY_TIMEOUT_MS);
     }
 
     public long serverStopTimeoutMs() {
-        return serverStopTimeoutMs;
+        return settings.get(HostKeys.SERVER_STOP_TIMEOUT_MS);
     }
 
     public String libvirtUri() {
-        return libvirtUri;
+        return settings.get(HostKeys.LIBVIRT_URI);
     }
 }

@@ -3,17 +3,19 @@ package io.ivcuda.common;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+
+import io.ivcuda.common.config.ConfigKey;
+import io.ivcuda.common.config.HostKeys;
+import io.ivcuda.common.config.ServerKeys;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Set;
-import java.util.TreeSet;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The shipped templates agree with the code that reads them and with docs/architecture.md. */
+/** The shipped templates agree with the code that reads them and with the keys' declarations. */
 class TemplatesTest {
     private static final Path REPO = Path.of("..").toAbsolutePath().normalize();
 
@@ -34,28 +36,35 @@ class TemplatesTest {
         assertEquals(HostConfig.defaults().serverReadyTimeoutMs(), all.serverReadyTimeoutMs());
         assertEquals(HostConfig.defaults().libvirtUri(), all.libvirtUri());
 
-        // What is not a lifecycle key goes to the server: it must be a key docs/architecture.md defines.
-        Set<String> serverKeys = architectureKeys();
-        for (String key : all.serverKeys().keySet()) {
-            assertTrue(serverKeys.contains(key), "templates/ivcuda.properties key " + key
-                    + " is neither a lifecycle key nor a cuda-server key of docs/architecture.md");
+        // Every "#key=value" is a declared key (lifecycle or cuda-server) showing its declared default.
+        java.util.Properties shown = new java.util.Properties();
+        try (var reader = Files.newBufferedReader(file)) {
+            shown.load(reader);
         }
-        for (String key : serverKeys) {
-            assertTrue(!HostConfig.isLifecycleKey(key), "cuda-server key " + key + " would be kept from the server");
-        }
-    }
-
-    private static Set<String> architectureKeys() throws Exception {
-        String doc = Files.readString(REPO.resolve("docs/architecture.md"));
-        Set<String> keys = new TreeSet<>();
-        Matcher row = Pattern.compile("(?m)^\\| `([a-z.]+)`(?:, `([a-z.]+)`)? \\|").matcher(doc);
-        while (row.find()) {
-            keys.add(row.group(1));
-            if (row.group(2) != null) {
-                keys.add(row.group(2));
+        for (String name : shown.stringPropertyNames()) {
+            ConfigKey<?> key = HostConfig.isLifecycleKey(name) ? HostKeys.ALL.find(name) : ServerKeys.ALL.find(name);
+            assertNotNull(key, "templates/ivcuda.properties key " + name
+                    + " is neither a lifecycle key (HostKeys) nor a cuda-server key (ServerKeys)");
+            if (!key.isFamily()) {
+                assertEquals(formatted(key, key.defaultValue()), formatted(key, key.parse(shown.getProperty(name))),
+                        "templates/ivcuda.properties shows another default for " + name);
             }
         }
-        assertTrue(keys.contains("region.path") && keys.contains("backend"), "read the key table: " + keys);
-        return keys;
+        // ... and every key an administrator may set is there: all but the ones the hook writes per VM.
+        for (ConfigKey<?> key : HostKeys.ALL.keys()) {
+            assertTrue(key.isFamily() || shown.containsKey(key.name()), "templates/ivcuda.properties lacks " + key);
+        }
+        for (ConfigKey<?> key : ServerKeys.ALL.keys()) {
+            assertTrue(ServerKeys.WRITTEN_BY_HOOK.contains(key) || shown.containsKey(key.name()),
+                    "templates/ivcuda.properties lacks " + key);
+            assertTrue(!HostConfig.isLifecycleKey(key.name()), "cuda-server key " + key + " would be kept from the server");
+        }
+        assertEquals(all.serverKeys().keySet(), new java.util.TreeSet<>(shown.stringPropertyNames().stream()
+                .filter(k -> !HostConfig.isLifecycleKey(k)).toList()));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> String formatted(ConfigKey<T> key, Object value) {
+        return value == null ? null : key.format((T) value);
     }
 }

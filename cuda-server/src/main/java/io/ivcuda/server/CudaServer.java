@@ -101,7 +101,7 @@ public final class CudaServer implements AutoCloseable {
         if (chosenBackend != null) {
             return chosenBackend;
         }
-        return config.backend().equals("host-memory") ? new HostMemoryBackend() : JnaCudaBackend.load();
+        return config.backend() == io.ivcuda.common.Backend.HOST_MEMORY ? new HostMemoryBackend() : JnaCudaBackend.load();
     }
 
     public void start() throws IOException {

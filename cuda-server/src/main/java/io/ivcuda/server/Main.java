@@ -77,12 +77,12 @@ public final class Main implements Callable<Integer> {
         ServerConfig config;
         try {
             config = ServerConfig.load(configs, sets);
-        } catch (ServerConfig.ConfigError e) {
+        } catch (io.ivcuda.common.IvcudaConfigException e) {
             System.err.println(SAYS + "configuration error: " + e.getMessage());
             return EXIT_CONFIG;
         }
         CudaBackend backend = null;
-        if (config.backend().equals("cuda")) {
+        if (config.backend() == io.ivcuda.common.Backend.CUDA) {
             CudaBackend cuda = JnaCudaBackend.load();
             String unusable = unusableGpu(cuda, config.gpu());
             if (unusable != null) {

@@ -1,157 +1,68 @@
 package io.ivcuda.server;
 
+import io.ivcuda.common.Backend;
+import io.ivcuda.common.IvcudaConfigException;
+import io.ivcuda.common.Mode;
+import io.ivcuda.common.config.ServerKeys;
+import io.ivcuda.common.config.Settings;
 import io.ivcuda.server.core.Limits;
 import java.nio.file.Path;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
-import org.apache.commons.configuration2.PropertiesConfiguration;
-import org.apache.commons.configuration2.builder.fluent.Configurations;
-import org.apache.commons.configuration2.ex.ConfigurationException;
 
 /**
- * The server's configuration (docs/architecture.md): properties files in order, later ones
- * override earlier ones, {@code --set} overrides all. Every key is known and every value checked;
- * a {@link ConfigError} names the key and where it came from.
+ * The server's configuration (docs/operations.md, "cuda-server keys"): the keys of {@link ServerKeys}, read
+ * by common's {@link Settings} — properties files in order, later ones override earlier ones, {@code --set}
+ * overrides all. Every key is known and every value checked when loaded; an {@link IvcudaConfigException}
+ * names the key, the value and where it came from. What is left here is what one key alone cannot say.
  */
-public record ServerConfig(Path regionPath, long regionSize, String mode, String doorbellSocket, int doorbellVectors,
+public record ServerConfig(Path regionPath, long regionSize, Mode mode, String doorbellSocket, int doorbellVectors,
                            int doorbellPeerUid, int doorbellParkTimeoutMs, String gpu,
-                           long memoryQuota, String backend, int channelCount, int channelWindow,
+                           long memoryQuota, Backend backend, int channelCount, int channelWindow,
                            int ownerTimeoutMs, long waitSpinUs, long waitParkMaxUs, long waitIdleParkMs, Path pidfile,
                            String domainUuid, String domainName, Limits limits) {
-
-    static final Set<String> KEYS = Set.of("region.path", "region.size", "mode", "doorbell.socket",
-            "doorbell.vectors", "doorbell.peer.uid", "doorbell.park.timeout.ms", "gpu",
-            "memory.quota", "backend", "channel.count", "channel.window", "owner.timeout.ms", "wait.spin.us",
-            "wait.park.max.us", "wait.idle.park.ms", "pidfile", "domain.uuid", "domain.name",
-            "limit.handles.process", "limit.handles.vm", "limit.allocations.process", "limit.processes",
-            "limit.module.image.bytes", "log.refusals.per.kind", "log.refusals.window.ms");
 
     /**
      * How long a process's heartbeat may stand still (while the VM's goes on) before the server takes
      * it for dead and reclaims it: a dead process's channels and memory come back within 2 s.
      */
-    public static final int DEFAULT_OWNER_TIMEOUT_MS = 1500;
+    public static final int DEFAULT_OWNER_TIMEOUT_MS = (int) (long) ServerKeys.OWNER_TIMEOUT_MS.defaultValue();
 
     /** ivshmem-doorbell: the server is the VM's ivshmem server and idle workers sleep until rung. */
     public boolean doorbell() {
-        return mode.equals("doorbell");
+        return mode == Mode.DOORBELL;
     }
 
-    /** A configuration error: exit status 2. */
-    public static final class ConfigError extends Exception {
-        public ConfigError(String message) {
-            super(message);
-        }
-    }
-
-    private record Value(String text, String source) {
-    }
-
-    public static ServerConfig load(List<Path> files, List<String> sets) throws ConfigError {
-        Map<String, Value> values = new LinkedHashMap<>();
-        Configurations configurations = new Configurations();
+    /** {@code files} in order (later ones win), then {@code sets} ({@code KEY=VALUE}, win over all). */
+    public static ServerConfig load(List<Path> files, List<String> sets) throws IvcudaConfigException {
+        List<Settings.Layer> layers = new ArrayList<>();
+        layers.add(Settings.Layer.sets(sets));
         for (Path file : files) {
-            PropertiesConfiguration c;
-            try {
-                c = configurations.properties(file.toFile());
-            } catch (ConfigurationException e) {
-                throw new ConfigError(file + ": cannot be read: " + e.getMessage());
-            }
-            for (Iterator<String> keys = c.getKeys(); keys.hasNext(); ) {
-                String key = keys.next();
-                values.put(key, new Value(c.getString(key), file.toString()));
-            }
+            layers.add(1, Settings.Layer.file(file, null));
         }
-        for (String set : sets) {
-            int eq = set.indexOf('=');
-            if (eq <= 0) {
-                throw new ConfigError("--set " + set + ": expected KEY=VALUE");
-            }
-            values.put(set.substring(0, eq).trim(), new Value(set.substring(eq + 1).trim(), "--set"));
+        Settings s = Settings.load(ServerKeys.ALL, layers);
+        Path regionPath = s.get(ServerKeys.REGION_PATH);
+        if (regionPath == null) {
+            throw new IvcudaConfigException("region.path: required (set it in a --config file or with --set)");
         }
-        for (Map.Entry<String, Value> e : values.entrySet()) {
-            if (!KEYS.contains(e.getKey())) {
-                throw new ConfigError(e.getValue().source() + ": unknown key " + e.getKey());
-            }
+        Mode mode = s.get(ServerKeys.MODE);
+        String socket = s.get(ServerKeys.DOORBELL_SOCKET);
+        if (mode == Mode.DOORBELL && (socket == null || socket.isBlank())) {
+            throw s.bad(ServerKeys.DOORBELL_SOCKET, "required in doorbell mode (the socket QEMU's <server path> names)");
         }
-        Reader r = new Reader(values);
-        String regionPath = r.string("region.path", null);
-        if (regionPath == null || regionPath.isBlank()) {
-            throw new ConfigError("region.path: required (set it in a --config file or with --set)");
-        }
-        String mode = r.string("mode", "plain");
-        if (!mode.equals("plain") && !mode.equals("doorbell")) {
-            throw r.bad("mode", "is neither plain nor doorbell");
-        }
-        String socket = r.string("doorbell.socket", null);
-        if (mode.equals("doorbell") && (socket == null || socket.isBlank())) {
-            throw r.bad("doorbell.socket", "required in doorbell mode (the socket QEMU's <server path> names)");
-        }
-        String backend = r.string("backend", "cuda");
-        if (!backend.equals("cuda") && !backend.equals("host-memory")) {
-            throw r.bad("backend", "is neither cuda nor host-memory");
-        }
-        String pidfile = r.string("pidfile", null);
-        return new ServerConfig(Path.of(regionPath), r.number("region.size", 268435456L, 1L << 20, 1L << 46),
-                mode, socket, (int) r.number("doorbell.vectors", 1, 1, 64),
-                (int) r.number("doorbell.peer.uid", -1, -1, Integer.MAX_VALUE),
-                (int) r.number("doorbell.park.timeout.ms", 1000, 10, 60_000), r.string("gpu", "0"),
-                r.number("memory.quota", 0, 0, Long.MAX_VALUE), backend,
-                (int) r.number("channel.count", 0, 0, 4096), (int) r.number("channel.window", 0, 0, 16 << 20),
-                (int) r.number("owner.timeout.ms", DEFAULT_OWNER_TIMEOUT_MS, 100, 3_600_000),
-                r.number("wait.spin.us", 50, 0, 1_000_000), r.number("wait.park.max.us", 1000, 1, 1_000_000),
-                r.number("wait.idle.park.ms", 20, 0, 1000),
-                pidfile == null ? null : Path.of(pidfile), r.string("domain.uuid", ""), r.string("domain.name", ""),
-                limits(r));
+        return new ServerConfig(regionPath, s.get(ServerKeys.REGION_SIZE), mode, socket,
+                s.getInt(ServerKeys.DOORBELL_VECTORS), s.getInt(ServerKeys.DOORBELL_PEER_UID),
+                s.getInt(ServerKeys.DOORBELL_PARK_TIMEOUT_MS), s.get(ServerKeys.GPU), s.get(ServerKeys.MEMORY_QUOTA),
+                s.get(ServerKeys.BACKEND), s.getInt(ServerKeys.CHANNEL_COUNT), s.getInt(ServerKeys.CHANNEL_WINDOW),
+                s.getInt(ServerKeys.OWNER_TIMEOUT_MS), s.get(ServerKeys.WAIT_SPIN_US), s.get(ServerKeys.WAIT_PARK_MAX_US),
+                s.get(ServerKeys.WAIT_IDLE_PARK_MS), s.get(ServerKeys.PIDFILE), s.get(ServerKeys.DOMAIN_UUID),
+                s.get(ServerKeys.DOMAIN_NAME), limits(s));
     }
 
-    private static Limits limits(Reader r) throws ConfigError {
-        Limits d = Limits.DEFAULT;
-        return new Limits((int) r.number("limit.handles.process", d.handlesPerProcess(), 1, 1 << 24),
-                (int) r.number("limit.handles.vm", d.handlesPerVm(), 1, 1 << 24),
-                (int) r.number("limit.allocations.process", d.allocationsPerProcess(), 1, 1 << 24),
-                (int) r.number("limit.processes", d.processes(), 1, 1 << 20),
-                r.number("limit.module.image.bytes", d.imageBytes(), 1 << 20, 1L << 34),
-                (int) r.number("log.refusals.per.kind", d.refusalLinesPerKind(), 1, 1000),
-                r.number("log.refusals.window.ms", d.refusalWindowMs(), 1000, 3_600_000));
-    }
-
-    private static final class Reader {
-        private final Map<String, Value> values;
-
-        Reader(Map<String, Value> values) {
-            this.values = values;
-        }
-
-        String string(String key, String fallback) {
-            Value v = values.get(key);
-            return v == null ? fallback : v.text();
-        }
-
-        ConfigError bad(String key, String why) {
-            Value v = values.get(key);
-            String where = v == null ? "default" : v.source();
-            return new ConfigError(where + ": " + key + " = " + (v == null ? "" : v.text()) + ": " + why);
-        }
-
-        long number(String key, long fallback, long min, long max) throws ConfigError {
-            Value v = values.get(key);
-            if (v == null) {
-                return fallback;
-            }
-            long n;
-            try {
-                n = Long.decode(v.text());
-            } catch (NumberFormatException e) {
-                throw bad(key, "is not a number");
-            }
-            if (n < min || n > max) {
-                throw bad(key, "is not in " + min + ".." + max);
-            }
-            return n;
-        }
+    private static Limits limits(Settings s) {
+        return new Limits(s.getInt(ServerKeys.LIMIT_HANDLES_PROCESS), s.getInt(ServerKeys.LIMIT_HANDLES_VM),
+                s.getInt(ServerKeys.LIMIT_ALLOCATIONS_PROCESS), s.getInt(ServerKeys.LIMIT_PROCESSES),
+                s.get(ServerKeys.LIMIT_MODULE_IMAGE_BYTES), s.getInt(ServerKeys.LOG_REFUSALS_PER_KIND),
+                s.get(ServerKeys.LOG_REFUSALS_WINDOW_MS));
     }
 }

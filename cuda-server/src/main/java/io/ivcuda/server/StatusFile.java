@@ -1,5 +1,6 @@
 package io.ivcuda.server;
 
+import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.server.core.Owner;
 import io.ivcuda.server.core.Vm;
 import io.ivcuda.server.region.Layout;
@@ -62,13 +63,13 @@ final class StatusFile {
         p.setProperty("pid", Long.toString(ProcessHandle.current().pid()));
         p.setProperty("started", started.toString());
         p.setProperty("written", Instant.now().toString());
-        p.setProperty("mode", config.mode());
-        p.setProperty("backend", config.backend());
-        p.setProperty("gpu", config.gpu());
-        p.setProperty("region.path", config.regionPath().toString());
-        p.setProperty("region.size", Long.toString(layout.regionSize()));
+        p.setProperty(ServerKeys.MODE.name(), ServerKeys.MODE.format(config.mode()));
+        p.setProperty(ServerKeys.BACKEND.name(), ServerKeys.BACKEND.format(config.backend()));
+        p.setProperty(ServerKeys.GPU.name(), config.gpu());
+        p.setProperty(ServerKeys.REGION_PATH.name(), config.regionPath().toString());
+        p.setProperty(ServerKeys.REGION_SIZE.name(), Long.toString(layout.regionSize()));
         p.setProperty("memory.held", Long.toString(vm.allocated()));
-        p.setProperty("memory.quota", Long.toString(config.memoryQuota()));
+        p.setProperty(ServerKeys.MEMORY_QUOTA.name(), Long.toString(config.memoryQuota()));
         TreeSet<Integer> pids = new TreeSet<>();
         for (Owner owner : vm.owners().values()) {
             pids.add(owner.pid());

@@ -9,6 +9,8 @@ import io.ivcuda.common.InstancePaths;
 import io.ivcuda.common.IvcudaConfigException;
 import io.ivcuda.common.RegionHeader;
 import io.ivcuda.common.ServerProcesses;
+import io.ivcuda.common.Mode;
+import io.ivcuda.common.config.ServerKeys;
 import java.io.IOException;
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
@@ -162,10 +164,10 @@ final class StatusReport {
         String state = header.stateName();
         Long uptime = started == null ? null : Duration.between(started, Instant.now()).toSeconds();
         return new Server(pid, state, started == null ? null : started.toString(), uptime,
-                status.getProperty("mode", (header.featureBits() & 1) != 0 ? "doorbell" : "plain"),
-                paths.regionFile().toString(), number(status, "region.size"), pids(status.getProperty("processes")),
+                status.getProperty(ServerKeys.MODE.name(), ServerKeys.MODE.format((header.featureBits() & 1) != 0 ? Mode.DOORBELL : Mode.PLAIN)),
+                paths.regionFile().toString(), number(status, ServerKeys.REGION_SIZE.name()), pids(status.getProperty("processes")),
                 integer(status, "channels.attached"), integer(status, "channels.total"),
-                number(status, "memory.held"), number(status, "memory.quota"), status.getProperty("written"));
+                number(status, "memory.held"), number(status, ServerKeys.MEMORY_QUOTA.name()), status.getProperty("written"));
     }
 
     /**

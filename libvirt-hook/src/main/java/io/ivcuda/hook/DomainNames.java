@@ -1,5 +1,6 @@
 package io.ivcuda.hook;
 
+import io.ivcuda.common.config.ServerKeys;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -52,7 +53,7 @@ final class DomainNames {
         } catch (IOException | IllegalArgumentException e) {
             return null;
         }
-        String name = p.getProperty("domain.name");
+        String name = ServerKeys.DOMAIN_NAME.textIn(p);
         return name == null || name.isBlank() ? null : name.strip();
     }
 

@@ -13,6 +13,7 @@ import io.ivcuda.common.RegionHeader;
 import io.ivcuda.common.ShmSpace;
 import io.ivcuda.common.ShmemDevice;
 import io.ivcuda.common.VmSettings;
+import io.ivcuda.common.config.ServerKeys;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.StringWriter;
@@ -421,17 +422,17 @@ final class Hook {
     private void writeInstanceConfig(DomainXml domain, InstancePaths paths, VmSettings settings) throws HookException {
         Properties p = new Properties();
         host.serverKeys().forEach(p::setProperty);
-        p.setProperty("region.path", paths.regionFile().toString());
-        p.setProperty("region.size", Long.toString(settings.regionSize()));
-        p.setProperty("mode", settings.mode().word());
-        p.setProperty("doorbell.socket", paths.doorbellSocket().toString());
+        ServerKeys.REGION_PATH.set(p, paths.regionFile());
+        ServerKeys.REGION_SIZE.set(p, settings.regionSize());
+        ServerKeys.MODE.set(p, settings.mode());
+        ServerKeys.DOORBELL_SOCKET.set(p, paths.doorbellSocket().toString());
         // prepare checked the domain's <shmem> equals the desired one, <msi vectors> included
-        p.setProperty("doorbell.vectors", Integer.toString(ShmemDevice.DOORBELL_VECTORS));
-        p.setProperty("gpu", settings.gpu());
-        p.setProperty("memory.quota", Long.toString(settings.memoryQuota()));
-        p.setProperty("domain.uuid", domain.uuid());
-        p.setProperty("domain.name", domain.name());
-        p.setProperty("pidfile", paths.pidfile().toString());
+        ServerKeys.DOORBELL_VECTORS.set(p, (long) ShmemDevice.DOORBELL_VECTORS);
+        ServerKeys.GPU.set(p, settings.gpu());
+        ServerKeys.MEMORY_QUOTA.set(p, settings.memoryQuota());
+        ServerKeys.DOMAIN_UUID.set(p, domain.uuid());
+        ServerKeys.DOMAIN_NAME.set(p, domain.name());
+        ServerKeys.PIDFILE.set(p, paths.pidfile());
         try {
             StringWriter text = new StringWriter();
             p.store(text, "ivcuda cuda-server configuration of domain " + domain.name() + ", written by the libvirt hook:\n"

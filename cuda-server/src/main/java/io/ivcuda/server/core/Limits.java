@@ -1,5 +1,8 @@
 package io.ivcuda.server.core;
 
+import io.ivcuda.common.config.ConfigKey;
+import io.ivcuda.common.config.ServerKeys;
+
 /**
  * What one VM's guest may grow on the server (docs/threat-model.md, "Limits"); each is a
  * configuration key. A request beyond a limit gets a CUDA error (CUDA_ERROR_OUT_OF_MEMORY unless
@@ -20,6 +23,13 @@ package io.ivcuda.server.core;
 public record Limits(int handlesPerProcess, int handlesPerVm, int allocationsPerProcess, int processes,
                      long imageBytes, int refusalLinesPerKind, long refusalWindowMs) {
 
-    /** The defaults (docs/architecture.md's configuration table). */
-    public static final Limits DEFAULT = new Limits(65_536, 262_144, 65_536, 4096, 512L << 20, 5, 60_000);
+    /** The defaults: those of the keys' declarations (common's ServerKeys). */
+    public static final Limits DEFAULT = new Limits(intDefault(ServerKeys.LIMIT_HANDLES_PROCESS),
+            intDefault(ServerKeys.LIMIT_HANDLES_VM), intDefault(ServerKeys.LIMIT_ALLOCATIONS_PROCESS),
+            intDefault(ServerKeys.LIMIT_PROCESSES), ServerKeys.LIMIT_MODULE_IMAGE_BYTES.defaultValue(),
+            intDefault(ServerKeys.LOG_REFUSALS_PER_KIND), ServerKeys.LOG_REFUSALS_WINDOW_MS.defaultValue());
+
+    private static int intDefault(ConfigKey<Long> key) {
+        return Math.toIntExact(key.defaultValue());
+    }
 }

@@ -1,0 +1,66 @@
+package io.ivcuda.common.config;
+
+import io.ivcuda.common.HostConfig;
+import io.ivcuda.common.Mode;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The keys of hook and provisioner ("lifecycle keys") in the host configuration
+ * {@code /etc/ivcuda/ivcuda.properties}; every other key of that file is the cuda-server's
+ * ({@link ServerKeys}) and goes to each VM's instance configuration. Documented in docs/operations.md
+ * (generated from these declarations: {@code ConfigDocTest}).
+ */
+public final class HostKeys {
+    private HostKeys() {
+    }
+
+    private static final KeyType<Long> MS = KeyType.duration(TimeUnit.MILLISECONDS);
+
+    public static final ConfigKey<String> DEFAULTS_DEVICE = ConfigKey.of("defaults.device", KeyType.TEXT, "0",
+            "GPU of a domain whose element names none: index (0, 1, …) or UUID (GPU-…; needs `gpu.<n>.uuid`)");
+    public static final ConfigKey<Mode> DEFAULTS_MODE = ConfigKey.of("defaults.mode", KeyType.words(Mode.class, Mode::word),
+            Mode.PLAIN, "mode of a domain whose element names none: `plain` or `doorbell`");
+    public static final ConfigKey<Long> DEFAULTS_SIZE = ConfigKey.of("defaults.size", KeyType.BYTES, 256L << 20,
+            "region size of a domain whose element names none: a power of two from 1M to 64G").shown("256M");
+    public static final ConfigKey<Long> DEFAULTS_QUOTA = ConfigKey.of("defaults.quota", KeyType.BYTES, 0L,
+            "GPU memory quota of a domain whose element names none; 0 = no limit (not allowed on a GPU with a capacity)");
+    public static final ConfigKey<Long> GPU_CAPACITY = ConfigKey.of("gpu.<n>.capacity", KeyType.BYTES, null,
+            "GPU memory that quotas on GPU n may add up to");
+    public static final ConfigKey<String> GPU_UUID = ConfigKey.of("gpu.<n>.uuid", KeyType.TEXT, null,
+            "UUID of GPU n (`nvidia-smi -L`), for `device=\"GPU-…\"`");
+    public static final ConfigKey<Path> RUNTIME_DIR = ConfigKey.of("runtime.dir", KeyType.PATH, Path.of("/run/ivcuda"),
+            "instance configurations, pidfiles, sockets");
+    public static final ConfigKey<Path> SHM_DIR = ConfigKey.of("shm.dir", KeyType.PATH, Path.of("/dev/shm"),
+            "region files (QEMU's ivshmem-plain looks there)");
+    public static final ConfigKey<Path> LOG_DIR = ConfigKey.of("log.dir", KeyType.PATH, Path.of("/var/log/ivcuda"),
+            "direct-launch server logs; the hook's log where there is no `/dev/log`");
+    public static final ConfigKey<String> QEMU_GROUP = ConfigKey.of("qemu.group", KeyType.TEXT, "libvirt-qemu",
+            "group of the region file (RHEL/Fedora: `qemu`)");
+    public static final ConfigKey<String> SERVER_USER = ConfigKey.of("server.user", KeyType.TEXT, "ivcuda",
+            "the server's user, owner of the region file");
+    public static final ConfigKey<HostConfig.Launch> SERVER_LAUNCH = ConfigKey.of("server.launch",
+            KeyType.words(HostConfig.Launch.class, HostConfig.Launch::word), HostConfig.Launch.AUTO,
+            "`auto` (systemd when `/run/systemd/system` exists), `systemd` (`ivcuda-server@UUID.service`) or `direct` "
+                    + "(a detached process)");
+    public static final ConfigKey<String> SERVER_COMMAND = ConfigKey.of("server.command", KeyType.TEXT, "/usr/bin/ivcuda-server",
+            "the server for direct launch; may carry arguments (`java -jar …/cuda-server.jar`)");
+    public static final ConfigKey<Long> SERVER_READY_TIMEOUT_MS = ConfigKey.of("server.ready.timeout.ms", MS, 30_000L,
+            "longest wait for READY at start").range(1, Long.MAX_VALUE);
+    public static final ConfigKey<Long> SERVER_STOP_TIMEOUT_MS = ConfigKey.of("server.stop.timeout.ms", MS, 10_000L,
+            "SIGTERM grace before SIGKILL").range(1, Long.MAX_VALUE);
+    public static final ConfigKey<String> LIBVIRT_URI = ConfigKey.of("libvirt.uri", KeyType.TEXT, "qemu:///system",
+            "the libvirt the provisioner manages");
+
+    /** All of them, in this order. */
+    public static final KeySet ALL = KeySet.of("host (hook and provisioner)", HostKeys.class);
+
+    /**
+     * Whether {@code key} belongs to hook and provisioner: a declared key, or one of their families
+     * ({@code defaults.}, {@code server.}, {@code gpu.<n>.}) — a misspelt one of those is an error of the host
+     * configuration, not a key for the server.
+     */
+    public static boolean isLifecycleKey(String key) {
+        return ALL.knows(key) || key.startsWith("defaults.") || key.startsWith("server.") || key.matches("gpu\\.[0-9]+\\..*");
+    }
+}

@@ -1,0 +1,86 @@
+package io.ivcuda.common.config;
+
+import io.ivcuda.common.Backend;
+import io.ivcuda.common.Mode;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The cuda-server's keys: read by the server ({@code --config}, {@code --set}), written by the libvirt hook
+ * into each VM's instance configuration, documented in docs/operations.md (the table is generated from
+ * these declarations: {@code ConfigDocTest}). A new server key is one line here.
+ */
+public final class ServerKeys {
+    private ServerKeys() {
+    }
+
+    private static final KeyType<Long> MS = KeyType.duration(TimeUnit.MILLISECONDS);
+    private static final KeyType<Long> US = KeyType.duration(TimeUnit.MICROSECONDS);
+
+    // ---- written by the hook for each VM ----
+    public static final ConfigKey<Path> REGION_PATH = ConfigKey.of("region.path", KeyType.PATH, null,
+            "the region file; created with `region.size` if absent, refused if present with another size").shown("— (required)");
+    public static final ConfigKey<Long> REGION_SIZE = ConfigKey.of("region.size", KeyType.BYTES, 268435456L,
+            "bytes, power of two ≥ 1 MiB").range(1L << 20, 1L << 46);
+    public static final ConfigKey<Mode> MODE = ConfigKey.of("mode", KeyType.words(Mode.class, Mode::word), Mode.PLAIN,
+            "`plain` (ivshmem-plain, polling) or `doorbell` (ivshmem-doorbell, interrupts; the server is the ivshmem server)");
+    public static final ConfigKey<String> DOORBELL_SOCKET = ConfigKey.of("doorbell.socket", KeyType.TEXT, null,
+            "listening socket in doorbell mode (required there); the domain's `<server path>`");
+    public static final ConfigKey<Long> DOORBELL_VECTORS = ConfigKey.of("doorbell.vectors", KeyType.NUMBER, 1L,
+            "eventfd pairs handed to QEMU: exactly the domain's `<msi vectors>` (the hook writes the provisioner's 32)").range(1, 64);
+    public static final ConfigKey<String> GPU = ConfigKey.of("gpu", KeyType.TEXT, "0",
+            "device index or UUID the VM uses");
+    public static final ConfigKey<Long> MEMORY_QUOTA = ConfigKey.of("memory.quota", KeyType.BYTES, 0L,
+            "bytes of device memory the VM may hold, 0 = no limit").range(0, Long.MAX_VALUE);
+    public static final ConfigKey<Path> PIDFILE = ConfigKey.of("pidfile", KeyType.PATH, null,
+            "written after ready, removed at exit");
+    public static final ConfigKey<String> DOMAIN_UUID = ConfigKey.of("domain.uuid", KeyType.TEXT, "",
+            "the domain's UUID, for log lines and the doorbell peer check").shown("—");
+    public static final ConfigKey<String> DOMAIN_NAME = ConfigKey.of("domain.name", KeyType.TEXT, "",
+            "the domain's name, for log lines").shown("—");
+
+    // ---- from the host configuration (every VM) ----
+    public static final ConfigKey<Backend> BACKEND = ConfigKey.of("backend", KeyType.words(Backend.class, Backend::word),
+            Backend.CUDA, "`cuda` (JNA → libcuda.so.1); `host-memory` exists only to test the transport without a GPU");
+    public static final ConfigKey<Long> CHANNEL_COUNT = ConfigKey.of("channel.count", KeyType.NUMBER, 0L,
+            "channels in the region: 32, or as many as fit in half of a small region (0 = auto)").range(0, 4096).shown("auto");
+    public static final ConfigKey<Long> CHANNEL_WINDOW = ConfigKey.of("channel.window", KeyType.BYTES, 0L,
+            "bytes of each channel's data window (0 = derived)").range(0, 16 << 20).shown("derived");
+    public static final ConfigKey<Long> OWNER_TIMEOUT_MS = ConfigKey.of("owner.timeout.ms", MS, 1500L,
+            "a process whose heartbeat stood still this long while the VM's went on is reclaimed (protocol §7); raise it "
+                    + "where CUDA programs are stopped in a debugger").range(100, 3_600_000);
+    public static final ConfigKey<Long> LIMIT_HANDLES_PROCESS = ConfigKey.of("limit.handles.process", KeyType.NUMBER, 65_536L,
+            "handles one guest process may hold (docs/threat-model.md, \"Limits\")").range(1, 1 << 24);
+    public static final ConfigKey<Long> LIMIT_HANDLES_VM = ConfigKey.of("limit.handles.vm", KeyType.NUMBER, 262_144L,
+            "handles the VM's processes may hold together").range(1, 1 << 24);
+    public static final ConfigKey<Long> LIMIT_ALLOCATIONS_PROCESS = ConfigKey.of("limit.allocations.process", KeyType.NUMBER,
+            65_536L, "device allocations one guest process may hold").range(1, 1 << 24);
+    public static final ConfigKey<Long> LIMIT_PROCESSES = ConfigKey.of("limit.processes", KeyType.NUMBER, 4096L,
+            "guest processes the server keeps state for at once").range(1, 1 << 20);
+    public static final ConfigKey<Long> LIMIT_MODULE_IMAGE_BYTES = ConfigKey.of("limit.module.image.bytes", KeyType.BYTES,
+            512L << 20, "module image bytes kept per VM, and as many in transit (reserved before allocation)").range(1 << 20, 1L << 34);
+    public static final ConfigKey<Long> LOG_REFUSALS_PER_KIND = ConfigKey.of("log.refusals.per.kind", KeyType.NUMBER, 5L,
+            "log lines per kind of guest refusal or event per window; the rest are counted").range(1, 1000);
+    public static final ConfigKey<Long> LOG_REFUSALS_WINDOW_MS = ConfigKey.of("log.refusals.window.ms", MS, 60_000L,
+            "the window of `log.refusals.per.kind`").range(1000, 3_600_000);
+    public static final ConfigKey<Long> DOORBELL_PEER_UID = ConfigKey.of("doorbell.peer.uid", KeyType.NUMBER, -1L,
+            "uid QEMU must run as to connect (-1: any); QEMU's command line must also carry `-uuid <domain.uuid>` when "
+                    + "`domain.uuid` is set").range(-1, Integer.MAX_VALUE);
+    public static final ConfigKey<Long> DOORBELL_PARK_TIMEOUT_MS = ConfigKey.of("doorbell.park.timeout.ms", MS, 1000L,
+            "doorbell mode: longest sleep of a parked worker without a ring (a guest that cannot ring is still served, "
+                    + "this slowly)").range(10, 60_000);
+    public static final ConfigKey<Long> WAIT_SPIN_US = ConfigKey.of("wait.spin.us", US, 50L,
+            "busy-poll budget before a worker backs off (plain) or parks (doorbell)").range(0, 1_000_000);
+    public static final ConfigKey<Long> WAIT_PARK_MAX_US = ConfigKey.of("wait.park.max.us", US, 1000L,
+            "longest sleep of an idle worker in plain mode").range(1, 1_000_000);
+    public static final ConfigKey<Long> WAIT_IDLE_PARK_MS = ConfigKey.of("wait.idle.park.ms", MS, 20L,
+            "plain mode: once a channel (or the watcher) had no work for 100 ms, it sleeps this long at a time; the first "
+                    + "call after such a pause waits up to this long; 0 = never").range(0, 1000);
+
+    /** The keys the hook writes into each VM's instance configuration (an administrator does not set them). */
+    public static final java.util.List<ConfigKey<?>> WRITTEN_BY_HOOK = java.util.List.of(REGION_PATH, REGION_SIZE, MODE,
+            DOORBELL_SOCKET, DOORBELL_VECTORS, GPU, MEMORY_QUOTA, PIDFILE, DOMAIN_UUID, DOMAIN_NAME);
+
+    /** All of them, in this order. */
+    public static final KeySet ALL = KeySet.of("cuda-server", ServerKeys.class);
+}
