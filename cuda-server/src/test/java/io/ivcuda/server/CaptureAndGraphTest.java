@@ -11,15 +11,11 @@ import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.gen.Requests;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
-import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.agrona.UnsafeApi;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Capture and graphs (api/graphs.api). The host-memory backend has neither (CUDA_ERROR_NOT_SUPPORTED,
@@ -27,8 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
  * the graph calls with made-up native values and counts what it is asked to destroy. Nothing here
  * runs a graph: that is gpu/programs/graphs_streams.c's job on a GPU.
  */
-class CaptureAndGraphTest {
-    static final long SIZE = 32L << 20;
+class CaptureAndGraphTest extends HostMemoryGuestCase {
     static final long TOKEN = (6161L << 32) | 0x99;
     static final long CAPTURED = 0xc0ffee00L;
     static final long CAPTURED_NODE = 0xc0ffee80L;
@@ -111,39 +106,9 @@ class CaptureAndGraphTest {
         }
     }
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
-
-    void start(HostMemoryBackend backend) throws Exception {
-        Path region = dir.resolve("region");
-        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory")), backend);
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-    }
-
-    @AfterEach
-    void stop() {
-        if (guest != null) {
-            guest.close();
-        }
-        if (server != null) {
-            server.close();
-        }
-    }
-
-    private Channel greeted(int index) {
-        Channel c = guest.claim(index, TOKEN);
-        assertEquals(CuResult.SUCCESS, c.hello().result());
-        assertEquals(CuResult.SUCCESS, c.call(Requests.cuInit(0)).result());
-        return c;
-    }
-
-    private static long ok(Response r) {
-        assertEquals(CuResult.SUCCESS, r.result());
-        return r.out(0);
+    @Override
+    long token() {
+        return TOKEN;
     }
 
     @Test

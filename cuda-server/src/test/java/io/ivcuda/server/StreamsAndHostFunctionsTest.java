@@ -9,19 +9,16 @@ import io.ivcuda.server.FakeGuest.Channel;
 import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.HostCallbacks;
+import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.core.HostCalls;
 import io.ivcuda.server.core.Limits;
 import io.ivcuda.server.core.RefusalLog;
 import io.ivcuda.server.gen.Requests;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Stream queries, stream memory operations and host functions (api/graphs.api) against the
@@ -29,48 +26,17 @@ import org.junit.jupiter.api.io.TempDir;
  * and a host function runs (through the guest's thread, here a second channel) before the
  * enqueueing call returns. Attributes need the driver: refused, after the server's own checks.
  */
-class StreamsAndHostFunctionsTest {
-    static final long SIZE = 32L << 20;
+class StreamsAndHostFunctionsTest extends HostMemoryGuestCase {
     static final long TOKEN = (5151L << 32) | 0x77;
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
-
-    void start() throws Exception {
-        Path region = dir.resolve("region");
-        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory")));
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-    }
-
-    @AfterEach
-    void stop() {
-        if (guest != null) {
-            guest.close();
-        }
-        if (server != null) {
-            server.close();
-        }
-    }
-
-    private Channel greeted(int index) {
-        Channel c = guest.claim(index, TOKEN);
-        assertEquals(CuResult.SUCCESS, c.hello().result());
-        assertEquals(CuResult.SUCCESS, c.call(Requests.cuInit(0)).result());
-        return c;
-    }
-
-    private static long ok(Response r) {
-        assertEquals(CuResult.SUCCESS, r.result());
-        return r.out(0);
+    @Override
+    long token() {
+        return TOKEN;
     }
 
     @Test
     void streamQueriesAnswerWhatTheStreamWasCreatedWith() throws Exception {
-        start();
+        start(new HostMemoryBackend());
         Channel c = greeted(0);
         long ctx = ok(c.call(Requests.cuDevicePrimaryCtxRetain(0)));
         assertEquals(CuResult.SUCCESS, c.call(Requests.cuCtxSetCurrent(ctx)).result());
@@ -95,7 +61,7 @@ class StreamsAndHostFunctionsTest {
 
     @Test
     void memoryOperationsWriteAndWaitOnTheProcesssMemoryOnly() throws Exception {
-        start();
+        start(new HostMemoryBackend());
         Channel c = greeted(0);
         long d = ok(c.call(Requests.ivc_mem_alloc(4096)));
         c.post(Requests.cuStreamWriteValue32_v2(0, d + 8, 0xabcdef01L, 0));
@@ -129,7 +95,7 @@ class StreamsAndHostFunctionsTest {
 
     @Test
     void aHostFunctionRunsOnTheGuestsThreadBeforeTheStreamGoesOn() throws Exception {
-        start();
+        start(new HostMemoryBackend());
         Channel caller = greeted(0);
         Channel hostThread = greeted(1);
         CompletableFuture<Response> enqueue = CompletableFuture.supplyAsync(
@@ -154,7 +120,7 @@ class StreamsAndHostFunctionsTest {
 
     @Test
     void theExitOfAProcessReleasesTheStreamItsHostFunctionHolds() throws Exception {
-        start();
+        start(new HostMemoryBackend());
         Channel caller = greeted(0);
         Channel exiting = greeted(1);
         int before = HostCallbacks.registered();
