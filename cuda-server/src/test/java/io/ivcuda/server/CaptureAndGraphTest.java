@@ -12,7 +12,9 @@ import io.ivcuda.server.gen.Requests;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.agrona.UnsafeApi;
 import org.junit.jupiter.api.Test;
@@ -65,6 +67,15 @@ class CaptureAndGraphTest extends HostMemoryGuestCase {
         public int graphExecDestroy(long exec) {
             execDestroys.incrementAndGet();
             return execs.remove(exec) ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
+        }
+
+        @Override
+        public int graphAddSimpleNode(Out o, long graph, long deps, long count, int kind, long object) {
+            if (!graphs.contains(graph)) {
+                return CuResult.INVALID_VALUE;
+            }
+            o.handle = next.incrementAndGet() * 16L;
+            return CuResult.SUCCESS;
         }
 
         @Override
@@ -185,5 +196,56 @@ class CaptureAndGraphTest extends HostMemoryGuestCase {
         backend.graphs.add(CAPTURED);
         assertEquals(during, ok(c.call(Requests.cuStreamEndCapture(stream))));
         assertEquals(CuResult.SUCCESS, c.call(Requests.cuGraphDestroy(during)).result());
+    }
+
+    @Test
+    void aHostFunctionCapturedIntoAGraphStaysForItsLaunches() throws Exception {
+        GraphStandIn backend = new GraphStandIn();
+        start(backend);
+        Channel c = greeted(0);
+        Channel hostThread = greeted(1);
+        Channel exiting = greeted(2);
+        long stream = ok(c.call(Requests.cuStreamCreate(0)));
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuStreamBeginCapture_v2(stream, 2)).result());
+        CompletableFuture<Response> enqueue = CompletableFuture.supplyAsync(
+                () -> c.call(Requests.ivc_host_enqueue(stream, 0, 0x4000, 0x5000, stream)));
+        Response next = hostThread.call(Requests.ivc_host_next(0, 1000));
+        assertEquals(CuResult.SUCCESS, next.result());
+        assertEquals(0x4000, next.out(2));
+        assertEquals(CuResult.NOT_READY, hostThread.call(Requests.ivc_host_next(next.out(0), 50)).result());
+        assertEquals(CuResult.SUCCESS, enqueue.get(10, TimeUnit.SECONDS).result());
+        assertEquals(1, server.vm().hostCalls().targets(TOKEN), "kept: the graph runs it at each launch");
+        assertEquals(CuResult.SUCCESS, exiting.call(Requests.ivc_process_exit()).result());
+        ServerIntegrationTest.awaitTrue(() -> server.vm().hostCalls().targets(TOKEN) == 0, "released with the process");
+    }
+
+    @Test
+    void nodesByHandAreCheckedAndGoWithTheirGraph() throws Exception {
+        GraphStandIn backend = new GraphStandIn();
+        start(backend);
+        Channel c = greeted(0);
+        long graph = ok(c.call(Requests.cuGraphCreate(0)));
+        long a = ok(c.call(Requests.ivc_graph_add_simple_node(graph, 0, new byte[0], 0, 0, 0, 0)));
+        byte[] afterA = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(0, a).array();
+        long b = ok(c.call(Requests.ivc_graph_add_simple_node(graph, 1, afterA, 16, 0, 0, 0)));
+        assertNotEquals(a, b);
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuGraphNodeGetType(b)).result());
+        byte[] afterGraph = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN).putLong(0, graph).array();
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_graph_add_simple_node(graph, 1, afterGraph, 16, 0, 0, 0))
+                .result(), "a graph is no node");
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_graph_add_simple_node(graph, 0, new byte[0], 0, 7, 0, 0))
+                .result(), "kind 7");
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_graph_add_simple_node(graph, 0, new byte[0], 0, 1, 0, 0))
+                .result(), "an event record node without an event");
+        byte[] edge = ByteBuffer.allocate(24).order(ByteOrder.LITTLE_ENDIAN).putLong(0, a).putLong(8, b).array();
+        assertEquals(CuResult.NOT_SUPPORTED, c.call(Requests.ivc_graph_edges(graph, 0, 1, edge, 24, 0)).result(),
+                "checked, then the stand-in's answer");
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_graph_edges(graph, 0, 1, edge, 16, 0)).result(),
+                "a triple is 24 bytes");
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_set_graph_mem_attribute(0, 1, 5)).result(),
+                "a watermark is only reset to 0");
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuGraphDestroy(graph)).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.cuGraphNodeGetType(a)).result(), "its nodes went with it");
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.cuGraphNodeGetType(b)).result());
     }
 }

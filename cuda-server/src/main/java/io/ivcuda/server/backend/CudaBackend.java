@@ -398,4 +398,39 @@ public interface CudaBackend {
     default int graphNodeGetType(Out out, long node) {
         return CuResult.NOT_SUPPORTED;
     }
+
+    /**
+     * Adds a node of {@code kind} (0 empty, 1 event record, 2 event wait, 3 child graph of
+     * {@code object}, else the event) after the native array {@code deps} of {@code count} → handle.
+     */
+    default int graphAddSimpleNode(Out out, long graph, long deps, long count, int kind, long object) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int graphDestroyNode(long node) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Adds ({@code remove} false) or removes edges from→to (native arrays; edges may be 0). */
+    default int graphEdges(long graph, boolean remove, long from, long to, long edges, long count) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → value (CUgraphExecUpdateResult), handle (the error node), address (the error's from node) */
+    default int graphExecUpdate(Out out, long exec, long graph) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int deviceGraphMemTrim(int device) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → bytes */
+    default int deviceGetGraphMemAttribute(Out out, int device, int attribute) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int deviceSetGraphMemAttribute(Out out, int device, int attribute, long value) {
+        return CuResult.NOT_SUPPORTED;
+    }
 }

@@ -49,4 +49,15 @@ final class CudaDriverGraphs {
     static native int cuGraphGetNodes(long graph, long nodes, long pn);
     static native int cuGraphGetRootNodes(long graph, long nodes, long pn);
     static native int cuGraphNodeGetType(long node, long ptype);
+    static native int cuGraphAddEmptyNode(long pnode, long graph, long deps, long n);
+    static native int cuGraphAddEventRecordNode(long pnode, long graph, long deps, long n, long event);
+    static native int cuGraphAddEventWaitNode(long pnode, long graph, long deps, long n, long event);
+    static native int cuGraphAddChildGraphNode(long pnode, long graph, long deps, long n, long child);
+    static native int cuGraphDestroyNode(long node);
+    static native int cuGraphAddDependencies_v2(long graph, long from, long to, long edges, long n);
+    static native int cuGraphRemoveDependencies_v2(long graph, long from, long to, long edges, long n);
+    static native int cuGraphExecUpdate_v2(long exec, long graph, long resultInfo);
+    static native int cuDeviceGraphMemTrim(int device);
+    static native int cuDeviceGetGraphMemAttribute(int device, int attr, long value);
+    static native int cuDeviceSetGraphMemAttribute(int device, int attr, long value);
 }

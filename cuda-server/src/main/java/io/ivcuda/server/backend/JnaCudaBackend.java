@@ -880,4 +880,73 @@ public final class JnaCudaBackend implements CudaBackend {
         o.value = UnsafeApi.getInt(s(o, 0));
         return r;
     }
+
+    @Override
+    public int graphAddSimpleNode(Out o, long graph, long deps, long count, int kind, long object) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        long d = count == 0 ? 0 : deps;
+        int r = switch (kind) {
+            case 0 -> CudaDriverGraphs.cuGraphAddEmptyNode(s(o, 0), graph, d, count);
+            case 1 -> CudaDriverGraphs.cuGraphAddEventRecordNode(s(o, 0), graph, d, count, object);
+            case 2 -> CudaDriverGraphs.cuGraphAddEventWaitNode(s(o, 0), graph, d, count, object);
+            case 3 -> CudaDriverGraphs.cuGraphAddChildGraphNode(s(o, 0), graph, d, count, object);
+            default -> CuResult.INVALID_VALUE;
+        };
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphDestroyNode(long node) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuGraphDestroyNode(node) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int graphEdges(long graph, boolean remove, long from, long to, long edges, long count) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        return remove ? CudaDriverGraphs.cuGraphRemoveDependencies_v2(graph, from, to, edges, count)
+                : CudaDriverGraphs.cuGraphAddDependencies_v2(graph, from, to, edges, count);
+    }
+
+    @Override
+    public int graphExecUpdate(Out o, long exec, long graph) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.setMemory(s(o, 0), 24, (byte) 0);
+        int r = CudaDriverGraphs.cuGraphExecUpdate_v2(exec, graph, s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 1));
+        o.address = UnsafeApi.getLong(s(o, 2));
+        return r;
+    }
+
+    @Override
+    public int deviceGraphMemTrim(int device) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuDeviceGraphMemTrim(device) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int deviceGetGraphMemAttribute(Out o, int device, int attribute) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverGraphs.cuDeviceGetGraphMemAttribute(device, attribute, s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int deviceSetGraphMemAttribute(Out o, int device, int attribute, long value) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), value);
+        return CudaDriverGraphs.cuDeviceSetGraphMemAttribute(device, attribute, s(o, 0));
+    }
 }

@@ -20,8 +20,6 @@ import org.agrona.UnsafeApi;
 final class CaptureHandler implements CaptureCalls {
     /** CU_STREAM_CAPTURE_MODE_GLOBAL, THREAD_LOCAL, RELAXED */
     static final int MAX_MODE = 2;
-    /** Dependencies per call: two native arrays of them fit in the worker's scratch memory. */
-    static final int MAX_DEPENDENCIES = (Out.SCRATCH_SIZE - 256) / 16;
     /** CU_STREAM_CAPTURE_STATUS_ACTIVE */
     static final int ACTIVE = 1;
 
@@ -126,41 +124,15 @@ final class CaptureHandler implements CaptureCalls {
         return CuResult.SUCCESS;
     }
 
-    /**
-     * Resolves (node handle, edge data) pairs into native arrays in the scratch memory: nodes at
-     * {@code scratch + 256}, edge data after them. Returns the refusal, or SUCCESS.
-     */
-    private int dependencies(DirectBuffer in, int index, int length, int count) {
-        if (count < 0 || count > MAX_DEPENDENCIES) {
-            return session.refuse("numDependencies", count + " is not within 0.." + MAX_DEPENDENCIES, CuResult.INVALID_VALUE);
-        }
-        if (length != count * 16) {
-            return session.refuse("dependencies", length + " bytes for " + count + " dependencies", CuResult.INVALID_VALUE);
-        }
-        long nodes = session.out.scratch + 256;
-        long edges = nodes + 8L * MAX_DEPENDENCIES;
-        for (int i = 0; i < count; i++) {
-            long id = in.getLong(index + 16 * i, ByteOrder.LITTLE_ENDIAN);
-            long edge = in.getLong(index + 16 * i + 8, ByteOrder.LITTLE_ENDIAN);
-            HandleTable.Entry e = session.pinHandle(GraphState.KIND_GRAPH_NODE, id);
-            if (e == null) {
-                return session.refuse("dependencies[" + i + "]", "is not a live node of this process", CuResult.INVALID_VALUE);
-            }
-            UnsafeApi.putLong(nodes + 8L * i, e.nativeValue());
-            UnsafeApi.putLong(edges + 8L * i, edge);
-        }
-        return CuResult.SUCCESS;
-    }
-
     @Override
     public int ivc_update_capture_dependencies(Reply r, DirectBuffer in, long hStream, int count, int entriesIndex,
                                                int entriesLength, int entriesSize, int withEdges, int flags) {
-        int refused = dependencies(in, entriesIndex, entriesLength, count);
+        int refused = GraphHandles.resolve(session, in, entriesIndex, entriesLength, count, 1);
         if (refused != CuResult.SUCCESS) {
             return refused;
         }
-        long nodes = session.out.scratch + 256;
-        long edges = withEdges != 0 ? nodes + 8L * MAX_DEPENDENCIES : 0;
+        long nodes = GraphHandles.array(session, 0, 1);
+        long edges = withEdges != 0 ? GraphHandles.array(session, 1, 1) : 0;
         return session.cuda.streamUpdateCaptureDependencies(hStream, nodes, edges, count, flags);
     }
 
@@ -170,12 +142,12 @@ final class CaptureHandler implements CaptureCalls {
         if (mode < 0 || mode > MAX_MODE) {
             return session.refuse("mode", mode + " is no capture mode", CuResult.INVALID_VALUE);
         }
-        int refused = dependencies(in, entriesIndex, entriesLength, count);
+        int refused = GraphHandles.resolve(session, in, entriesIndex, entriesLength, count, 1);
         if (refused != CuResult.SUCCESS) {
             return refused;
         }
-        long nodes = session.out.scratch + 256;
-        long edges = withEdges != 0 ? nodes + 8L * MAX_DEPENDENCIES : 0;
+        long nodes = GraphHandles.array(session, 0, 1);
+        long edges = withEdges != 0 ? GraphHandles.array(session, 1, 1) : 0;
         return session.cuda.streamBeginCaptureToGraph(hStream, hGraph, count == 0 ? 0 : nodes, count == 0 ? 0 : edges,
                 count, mode);
     }

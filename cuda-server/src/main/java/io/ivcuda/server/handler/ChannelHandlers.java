@@ -27,7 +27,7 @@ public final class ChannelHandlers implements ChannelCalls {
                 new CopyHandler(session), new StreamHandler(session), new LaunchHandler(session),
                 new ExportHandler(session), new LibraryHandler(session), new StreamQueryHandler(session),
                 new MemOpHandler(session), new HostFnHandler(session), new CaptureHandler(session),
-                new GraphHandler(session));
+                new GraphHandler(session), new GraphNodeHandler(session));
     }
 
     @Override

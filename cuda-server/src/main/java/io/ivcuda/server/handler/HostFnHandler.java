@@ -10,6 +10,8 @@ import io.ivcuda.server.gen.Reply;
  * host function on the driver stream under a new {@link HostCalls} target; ivc_host_next is the
  * guest's host-function thread asking for the next function to run (and reporting the last one
  * ran). The guest's fn and userData are opaque words handed back to it, never dereferenced here.
+ * A host function put on a capturing stream becomes a host node of the graph, run at each of its
+ * launches: its target stays until the process is reclaimed.
  */
 final class HostFnHandler implements HostfnCalls {
     private final Session session;
@@ -27,7 +29,11 @@ final class HostFnHandler implements HostfnCalls {
             return session.refuse("fn", "is NULL", CuResult.INVALID_VALUE);
         }
         HostCalls calls = session.vm.hostCalls();
-        HostCalls.Target t = calls.add(session.token(), kind, fn, userData, guestStream, true);
+        // captured, it becomes a host node that runs at every launch of the graph: the target
+        // stays until the process goes (bounded with the others)
+        boolean captured = session.cuda.streamIsCapturing(session.out, stream) == CuResult.SUCCESS
+                && session.out.value != 0;
+        HostCalls.Target t = calls.add(session.token(), kind, fn, userData, guestStream, !captured);
         if (t == null) {
             return session.refuse("fn", "the process holds " + HostCalls.DEFAULT_MAX_TARGETS + " host functions",
                     CuResult.OUT_OF_MEMORY);
