@@ -37,4 +37,16 @@ CUresult ivc_integrity_check(unsigned version, uint64_t unix_seconds, uint64_t r
 void ivc_runtime_hooks_slot2(void **pointer, size_t *size);
 void ivc_runtime_hooks_slot6(void **pointer, size_t *size);
 
+/* compile_cache.c (da9151d3, NVRTC's use of the driver's compute cache) */
+CUresult ivc_compile_cache_key(void **key, int kind, const void *input, size_t size, const char *options);
+CUresult ivc_compile_cache_drop(void *key);
+CUresult ivc_compile_cache_lookup(void *key, uintptr_t unknown, void **data, uint32_t *size);
+CUresult ivc_compile_cache_store(void *key, uintptr_t unknown, const void *data, size_t size);
+CUresult ivc_compile_cache_free(void *data, uintptr_t unknown, size_t size);
+
+/* cublaslt_table.c (21318c60) */
+CUresult ivc_cublaslt_slot4(CUcontext context, uint64_t *out);
+CUresult ivc_cublaslt_stream_object(CUcontext context, CUstream stream, void **out);
+CUresult ivc_cublaslt_stream_id(CUcontext context, void *object, uint64_t *out);
+
 #endif

@@ -25,6 +25,14 @@ class TemplatesTest {
     @Test
     void shippedConfigurationLoadsAsIsAndWithEveryDefaultUncommented() throws Exception {
         Path template = REPO.resolve("templates/ivcuda.properties");
+        String text = Files.readString(template);
+        String generated = io.ivcuda.common.config.ConfigDoc.rewriteTemplate(text);
+        if (Boolean.getBoolean("ivcuda.docs.write") && !generated.equals(text)) {
+            Files.writeString(template, generated);
+        } else {
+            assertEquals(generated, text, "templates/ivcuda.properties' cuda-server section differs from ServerKeys: "
+                    + "rerun with -Divcuda.docs.write=true to rewrite it");
+        }
         HostConfig asShipped = HostConfig.load(List.of(template));
         assertEquals(HostConfig.defaults().defaultSize(), asShipped.defaultSize());
 

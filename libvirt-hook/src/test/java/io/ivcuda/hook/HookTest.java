@@ -134,6 +134,12 @@ class HookTest {
         assertEquals(runtime.resolve(TAGGED_UUID + ".pid").toString(), instance.getProperty("pidfile"));
         assertEquals(runtime.resolve("ivcuda-" + TAGGED_UUID + ".sock").toString(), instance.getProperty("doorbell.socket"));
         assertEquals("32", instance.getProperty("doorbell.vectors"), "the <msi vectors> the provisioner writes");
+        for (var key : io.ivcuda.common.config.ServerKeys.WRITTEN_BY_HOOK) {
+            assertTrue(instance.containsKey(key.name()), "the hook writes every per-VM key: " + key);
+        }
+        for (String key : instance.stringPropertyNames()) {
+            assertTrue(io.ivcuda.common.config.ServerKeys.ALL.knows(key), "a key the server knows: " + key);
+        }
         // The server writes its pidfile after it is READY (docs/architecture.md): it may lag a little.
         // The server writes it in place (create, then write): wait for the whole line, not only the file.
         for (int i = 0; i < 250 && !(Files.exists(paths.pidfile()) && Files.readString(paths.pidfile()).endsWith("\n")); i++) {

@@ -63,6 +63,61 @@ public final class ConfigDoc {
         return Long.toString(n);
     }
 
+    static final String TEMPLATE_BEGIN = "# BEGIN generated from ServerKeys (ConfigDoc; TemplatesTest -Divcuda.docs.write=true rewrites it)";
+    static final String TEMPLATE_END = "# END generated from ServerKeys";
+
+    /**
+     * The cuda-server section of templates/ivcuda.properties: each key an administrator may set (all but
+     * {@link ServerKeys#WRITTEN_BY_HOOK}) as its documentation in comment lines and {@code #key=default}.
+     */
+    public static String templateSection() {
+        StringBuilder b = new StringBuilder(TEMPLATE_BEGIN).append('\n');
+        b.append("# --- cuda-server keys (docs/operations.md, \"cuda-server keys\") ---------------------------------------\n");
+        StringBuilder perVm = new StringBuilder();
+        for (ConfigKey<?> key : ServerKeys.WRITTEN_BY_HOOK) {
+            perVm.append(perVm.length() == 0 ? "" : ", ").append(key.name());
+        }
+        comment(b, perVm + " come from the hook's /run/ivcuda/<uuid>.properties: do not set them here.");
+        for (ConfigKey<?> key : ServerKeys.ALL.keys()) {
+            if (ServerKeys.WRITTEN_BY_HOOK.contains(key)) {
+                continue;
+            }
+            comment(b, key.doc().replace("`", "") + " [" + values(key) + "]");
+            b.append('#').append(key.name()).append('=').append(key.defaultValue() == null ? "" : formatted(key)).append('\n');
+        }
+        return b.append(TEMPLATE_END).append('\n').toString();
+    }
+
+    private static <T> String formatted(ConfigKey<T> key) {
+        return key.format(key.defaultValue());
+    }
+
+    /** {@code text} as comment lines of at most 100 characters, in ASCII (the file is an admin's to edit anywhere). */
+    private static void comment(StringBuilder b, String text) {
+        String ascii = text.replace("→", "->").replace("–", "..").replace("≥ ", ">= ").replace("§", "section ")
+                .replace("…", "...");
+        StringBuilder line = new StringBuilder("#");
+        for (String word : ascii.split(" ")) {
+            if (line.length() > 1 && line.length() + 1 + word.length() > 100) {
+                b.append(line).append('\n');
+                line = new StringBuilder("#");
+            }
+            line.append(' ').append(word);
+        }
+        b.append(line).append('\n');
+    }
+
+    /** {@code template} with its generated section written anew (from the begin marker to the end marker). */
+    public static String rewriteTemplate(String template) {
+        int from = template.indexOf(TEMPLATE_BEGIN);
+        int to = template.indexOf(TEMPLATE_END);
+        if (from < 0 || to < from) {
+            throw new IllegalArgumentException("no generated section: put the lines\n" + TEMPLATE_BEGIN + "\n"
+                    + TEMPLATE_END + "\nwhere the cuda-server keys belong");
+        }
+        return template.substring(0, from) + templateSection() + template.substring(template.indexOf('\n', to) + 1);
+    }
+
     /** {@code doc} with the table of {@code keys} between its markers written anew; the markers must be there. */
     public static String rewrite(String doc, KeySet keys) {
         Matcher m = Pattern.compile(Pattern.quote(begin(keys)) + "\n.*?" + Pattern.quote(end(keys)), Pattern.DOTALL).matcher(doc);

@@ -66,6 +66,40 @@ public final class KeySet {
         return null;
     }
 
+    /** The declared key closest to a misspelt {@code key} (at most two edits away), or null. */
+    public ConfigKey<?> nearest(String key) {
+        ConfigKey<?> best = null;
+        int bestDistance = 3;
+        for (ConfigKey<?> k : keys) {
+            int d = distance(key, k.name());
+            if (d < bestDistance) {
+                best = k;
+                bestDistance = d;
+            }
+        }
+        return best;
+    }
+
+    /** Levenshtein distance: insertions, deletions and substitutions. */
+    private static int distance(String a, String b) {
+        int[] previous = new int[b.length() + 1];
+        int[] current = new int[b.length() + 1];
+        for (int j = 0; j <= b.length(); j++) {
+            previous[j] = j;
+        }
+        for (int i = 1; i <= a.length(); i++) {
+            current[0] = i;
+            for (int j = 1; j <= b.length(); j++) {
+                int substitute = previous[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
+                current[j] = Math.min(substitute, Math.min(previous[j], current[j - 1]) + 1);
+            }
+            int[] t = previous;
+            previous = current;
+            current = t;
+        }
+        return previous[b.length()];
+    }
+
     public boolean knows(String key) {
         return find(key) != null;
     }

@@ -50,7 +50,7 @@ public final class ServerKeys {
             "a process whose heartbeat stood still this long while the VM's went on is reclaimed (protocol §7); raise it "
                     + "where CUDA programs are stopped in a debugger").range(100, 3_600_000);
     public static final ConfigKey<Long> LIMIT_HANDLES_PROCESS = ConfigKey.of("limit.handles.process", KeyType.NUMBER, 65_536L,
-            "handles one guest process may hold (docs/threat-model.md, \"Limits\")").range(1, 1 << 24);
+            "handles one guest process may hold (docs/threat-model.md, \"Limits\"; beyond any limit: a CUDA error)").range(1, 1 << 24);
     public static final ConfigKey<Long> LIMIT_HANDLES_VM = ConfigKey.of("limit.handles.vm", KeyType.NUMBER, 262_144L,
             "handles the VM's processes may hold together").range(1, 1 << 24);
     public static final ConfigKey<Long> LIMIT_ALLOCATIONS_PROCESS = ConfigKey.of("limit.allocations.process", KeyType.NUMBER,
@@ -64,11 +64,11 @@ public final class ServerKeys {
     public static final ConfigKey<Long> LOG_REFUSALS_WINDOW_MS = ConfigKey.of("log.refusals.window.ms", MS, 60_000L,
             "the window of `log.refusals.per.kind`").range(1000, 3_600_000);
     public static final ConfigKey<Long> DOORBELL_PEER_UID = ConfigKey.of("doorbell.peer.uid", KeyType.NUMBER, -1L,
-            "uid QEMU must run as to connect (-1: any); QEMU's command line must also carry `-uuid <domain.uuid>` when "
-                    + "`domain.uuid` is set").range(-1, Integer.MAX_VALUE);
+            "doorbell mode: uid QEMU must run as to connect (libvirt-qemu's uid on Debian; -1: any); QEMU's command "
+                    + "line must also carry `-uuid <domain.uuid>` when `domain.uuid` is set").range(-1, Integer.MAX_VALUE);
     public static final ConfigKey<Long> DOORBELL_PARK_TIMEOUT_MS = ConfigKey.of("doorbell.park.timeout.ms", MS, 1000L,
-            "doorbell mode: longest sleep of a parked worker without a ring (a guest that cannot ring is still served, "
-                    + "this slowly)").range(10, 60_000);
+            "doorbell mode: longest sleep of a parked worker without a ring (one wake-up per idle channel per period; "
+                    + "a guest that cannot ring BAR0 is served at this pace)").range(10, 60_000);
     public static final ConfigKey<Long> WAIT_SPIN_US = ConfigKey.of("wait.spin.us", US, 50L,
             "busy-poll budget before a worker backs off (plain) or parks (doorbell)").range(0, 1_000_000);
     public static final ConfigKey<Long> WAIT_PARK_MAX_US = ConfigKey.of("wait.park.max.us", US, 1000L,

@@ -101,8 +101,10 @@ public final class Settings {
                     s.foreign.put(key, text);
                     continue;
                 }
-                throw new IvcudaConfigException(s.sourceOf(key) + ": unknown key " + key + " (" + keys.title()
-                        + " keys: docs/operations.md)");
+                ConfigKey<?> near = keys.nearest(key);
+                throw new IvcudaConfigException("unknown key " + key, s.sourceOf(key) + ": unknown key " + key
+                        + (near == null ? "" : " (did you mean " + near.name() + "?)") + " (" + keys.title()
+                        + " keys: docs/operations.md)", null);
             }
             try {
                 s.values.put(key, declared.parse(text));

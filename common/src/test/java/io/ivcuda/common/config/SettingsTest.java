@@ -44,7 +44,7 @@ class SettingsTest {
         Path f = Files.writeString(dir.resolve("f.properties"), "chanel.count=3\n");
         var e = assertThrows(IvcudaConfigException.class,
                 () -> Settings.load(ServerKeys.ALL, List.of(Settings.Layer.file(f, null))));
-        assertTrue(e.getMessage().startsWith(f + ": unknown key chanel.count"), e.getMessage());
+        assertTrue(e.getMessage().startsWith(f + ": unknown key chanel.count (did you mean channel.count?)"), e.getMessage());
         Settings s = Settings.load(ServerKeys.ALL, List.of(Settings.Layer.file(f, null)), k -> k.startsWith("chanel."));
         assertEquals(Map.of("chanel.count", "3"), s.foreign());
     }
