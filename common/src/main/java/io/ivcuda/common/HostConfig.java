@@ -177,6 +177,14 @@ public final class HostConfig {
         return settings.get(HostKeys.SERVER_STOP_TIMEOUT_MS);
     }
 
+    /**
+     * Host memory a systemd-supervised server may hold beyond its region (JVM, driver, pinned
+     * buffers); the unit's MemoryMax is the region size plus this. 0: no limit.
+     */
+    public long serverMemoryMax() {
+        return settings.get(HostKeys.SERVER_MEMORY_MAX);
+    }
+
     public String libvirtUri() {
         return settings.get(HostKeys.LIBVIRT_URI);
     }

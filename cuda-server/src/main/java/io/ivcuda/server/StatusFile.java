@@ -26,7 +26,10 @@ import org.apache.logging.log4j.Logger;
  * {@code gpu}, {@code region.path}, {@code region.size}, {@code memory.held} (bytes of device memory
  * the guest's processes hold now), {@code memory.quota} (0: none), {@code processes} (pids of the guest
  * processes the server keeps state for, as the guest reported them), {@code channels.attached} and
- * {@code channels.total}. Written to a temporary file and renamed, so a reader never sees half of it.
+ * {@code channels.total}; {@code refusals} (every request, record or claim the server refused since it
+ * started, logged or not) and one {@code refusals.KIND} per kind of refusal (RefusalLog's kinds: the
+ * operation and the field at fault, blanks as dots). Written to a temporary file and renamed, so a
+ * reader never sees half of it.
  */
 final class StatusFile {
     private static final Logger LOG = LogManager.getLogger(StatusFile.class);
@@ -86,6 +89,7 @@ final class StatusFile {
         }
         p.setProperty("channels.attached", Integer.toString(attached));
         p.setProperty("channels.total", Integer.toString(layout.channelCount()));
+        putRefusals(p, vm.refusals().refusalCounts());
         try {
             StringWriter text = new StringWriter();
             p.store(text, "ivcuda cuda-server status (StatusFile); read by ivshmem-provisioner status");
@@ -95,6 +99,23 @@ final class StatusFile {
         } catch (IOException | RuntimeException e) {
             LOG.warn("status file {} not written: {}", path, e.getMessage());
         }
+    }
+
+    /** The refusal counters: at most RefusalLog.MAX_KINDS + 1 of them, so the file stays bounded too. */
+    static void putRefusals(Properties p, java.util.Map<String, Long> counts) {
+        long total = 0;
+        for (java.util.Map.Entry<String, Long> e : counts.entrySet()) {
+            p.setProperty(REFUSALS + "." + key(e.getKey()), Long.toString(e.getValue()));
+            total += e.getValue();
+        }
+        p.setProperty(REFUSALS, Long.toString(total));
+    }
+
+    static final String REFUSALS = "refusals";
+
+    /** A kind as a property key: "cuMemAlloc_v2 bytesize" → "cuMemAlloc_v2.bytesize". */
+    static String key(String kind) {
+        return kind.trim().replaceAll("\\s+", ".");
     }
 
     void delete() {

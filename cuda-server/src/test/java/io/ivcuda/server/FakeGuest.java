@@ -32,6 +32,8 @@ final class FakeGuest implements AutoCloseable {
     final HeaderFlyweight layout = new HeaderFlyweight();
     final int channelCount;
     final int stride;
+    /** Read once at attach, as the guest library does: a hostile process may rewrite the header's word later. */
+    final long channelTable;
     final int requestSize;
     final int responseSize;
     final int ringSize;
@@ -49,6 +51,7 @@ final class FakeGuest implements AutoCloseable {
         assertEquals(HeaderFlyweight.STATE_READY, layout.serverStateVolatile());
         channelCount = layout.channelCount();
         stride = layout.channelStride();
+        channelTable = layout.channelTableOffset();
         requestSize = layout.requestAreaSize();
         responseSize = layout.responseAreaSize();
         ringSize = layout.ringSize();
@@ -58,7 +61,7 @@ final class FakeGuest implements AutoCloseable {
     }
 
     Channel claim(int index, long token) {
-        UnsafeBuffer c = region.view(layout.channelTableOffset() + (long) index * stride, stride);
+        UnsafeBuffer c = region.view(channelTable + (long) index * stride, stride);
         ChannelFlyweight control = new ChannelFlyweight().wrap(c, 0);
         assertTrue(control.compareAndSetOwner(0, token), "channel " + index + " is free");
         control.ownerPid((int) (token >>> 32)).ownerTid(index);

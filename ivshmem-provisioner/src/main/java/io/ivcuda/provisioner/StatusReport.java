@@ -48,7 +48,7 @@ final class StatusReport {
     /** What runs for a domain: null fields are what could not be read. */
     record Server(Long pid, String state, String started, Long uptimeSeconds, String mode, String region, Long regionSize,
                   List<Integer> processes, Integer channelsAttached, Integer channelsTotal, Long memoryHeld, Long memoryQuota,
-                  String statusWritten) {
+                  String statusWritten, Long refusals, java.util.Map<String, Long> refusalsByKind) {
     }
 
     record DomainStatus(String name, String uuid, String state, String provisioning, String provisioningDetail,
@@ -156,7 +156,8 @@ final class StatusReport {
         RegionHeader header = RegionHeader.read(paths.regionFile());
         if (pids.isEmpty()) {
             return new Server(null, "not running" + (header == RegionHeader.NONE ? "" : " (header: " + header.stateName() + ")"),
-                    null, null, null, paths.regionFile().toString(), null, List.of(), null, null, null, null, null);
+                    null, null, null, paths.regionFile().toString(), null, List.of(), null, null, null, null, null, null,
+                    java.util.Map.of());
         }
         long pid = pids.get(0);
         Instant started = ServerProcesses.startTime(pid);
@@ -167,7 +168,22 @@ final class StatusReport {
                 status.getProperty(ServerKeys.MODE.name(), ServerKeys.MODE.format((header.featureBits() & 1) != 0 ? Mode.DOORBELL : Mode.PLAIN)),
                 paths.regionFile().toString(), number(status, ServerKeys.REGION_SIZE.name()), pids(status.getProperty("processes")),
                 integer(status, "channels.attached"), integer(status, "channels.total"),
-                number(status, "memory.held"), number(status, ServerKeys.MEMORY_QUOTA.name()), status.getProperty("written"));
+                number(status, "memory.held"), number(status, ServerKeys.MEMORY_QUOTA.name()), status.getProperty("written"),
+                number(status, "refusals"), refusalsByKind(status));
+    }
+
+    /** The server's refusal counters ({@code refusals.KIND} keys of its status file), by kind. */
+    static java.util.Map<String, Long> refusalsByKind(Properties status) {
+        java.util.Map<String, Long> out = new java.util.TreeMap<>();
+        for (String key : status.stringPropertyNames()) {
+            if (key.startsWith("refusals.")) {
+                Long n = number(status, key);
+                if (n != null) {
+                    out.put(key.substring("refusals.".length()), n);
+                }
+            }
+        }
+        return out;
     }
 
     /**

@@ -25,6 +25,9 @@ final class DirectLauncher implements ServerLauncher {
     /** Starts the line the launcher writes into the log before each start. */
     static final String START_MARK = "--- ";
 
+    /** The limits the shell sets before it execs the server: no core file (soft and hard), umask 027. */
+    static final String SANDBOX_SHELL = "ulimit -c 0 && umask 027 && ";
+
     private final HostConfig host;
 
     DirectLauncher(HostConfig host) {
@@ -43,12 +46,16 @@ final class DirectLauncher implements ServerLauncher {
     public Started start(InstancePaths paths) throws HookException {
         List<String> command = new ArrayList<>();
         command.add("setsid");
+        // What systemd's unit does that a plain process can have too (docs/threat-model.md): no new
+        // privileges (no setuid program regains any), no core dumps (they would hold guest data), files
+        // not readable by others. There is no seccomp filter here: see the threat model for why.
+        command.add("setpriv");
         if (!host.serverUser().equals(System.getProperty("user.name"))) {
-            command.addAll(List.of("setpriv", "--reuid=" + host.serverUser(), "--regid=" + primaryGroup(host.serverUser()),
-                    "--init-groups", "--"));
+            command.addAll(List.of("--reuid=" + host.serverUser(), "--regid=" + primaryGroup(host.serverUser()), "--init-groups"));
         }
+        command.addAll(List.of("--no-new-privs", "--"));
         // server.command may carry its own arguments (java -jar …): let sh split it, then exec so the pid stays.
-        command.addAll(List.of("sh", "-c", "exec " + host.serverCommand() + " \"$@\"", "ivcuda-server"));
+        command.addAll(List.of("sh", "-c", SANDBOX_SHELL + "exec " + host.serverCommand() + " \"$@\"", "ivcuda-server"));
         command.addAll(serverArguments(paths));
         try {
             Files.createDirectories(paths.serverLog().getParent());

@@ -21,21 +21,48 @@ final class SystemdLauncher implements ServerLauncher {
 
     private final String systemctl;
     private final String journalctl;
+    private final long memoryAllowance;
 
     SystemdLauncher(HostConfig host) {
-        this("systemctl", "journalctl");
+        this("systemctl", "journalctl", host.serverMemoryMax());
     }
 
     /** With other programs in place of systemctl and journalctl (tests). */
-    SystemdLauncher(String systemctl, String journalctl) {
+    SystemdLauncher(String systemctl, String journalctl, long memoryAllowance) {
         this.systemctl = systemctl;
         this.journalctl = journalctl;
+        this.memoryAllowance = memoryAllowance;
+    }
+
+    /**
+     * The unit's MemoryMax for this VM: the region (its pages the server touches first are charged to
+     * the server's cgroup, and a guest decides which those are) plus {@code server.memory.max} for the
+     * JVM and the driver; "infinity" when that key is 0.
+     */
+    String memoryMax(InstancePaths paths) {
+        if (memoryAllowance <= 0) {
+            return "infinity";
+        }
+        long region;
+        try {
+            region = java.nio.file.Files.size(paths.regionFile());
+        } catch (IOException e) {
+            region = 0;
+        }
+        return Long.toString(Math.addExact(region, memoryAllowance));
     }
 
     @Override
     public Started start(InstancePaths paths) throws HookException {
         // A failed earlier run would make systemd refuse or rate-limit: clear it first.
         run(systemctl, "reset-failed", paths.systemdUnit());
+        // Runtime property (a drop-in under /run, gone at reboot): the unit file's MemoryMax is for
+        // starts by hand. A systemd that refuses it leaves the unit's own value: say so, start anyway.
+        Result memory = run(systemctl, "set-property", "--runtime", paths.systemdUnit(), "MemoryMax=" + memoryMax(paths));
+        if (memory.status != 0) {
+            LOG.warn("systemctl set-property {} MemoryMax: {} (the unit's own MemoryMax applies)", paths.systemdUnit(),
+                    memory.output.trim());
+        }
         Result result = run(systemctl, "start", paths.systemdUnit());
         if (result.status != 0) {
             throw new HookException("systemctl start " + paths.systemdUnit() + " failed", result.output.trim());

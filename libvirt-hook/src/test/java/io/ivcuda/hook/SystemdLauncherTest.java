@@ -43,7 +43,7 @@ class SystemdLauncherTest {
             Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rwxr-xr-x"));
         }
         Files.writeString(dir.resolve("state"), "active\n");
-        launcher = new SystemdLauncher(systemctl.toString(), journalctl.toString());
+        launcher = new SystemdLauncher(systemctl.toString(), journalctl.toString(), 4L << 30);
     }
 
     private List<String> calls() throws Exception {
@@ -53,7 +53,9 @@ class SystemdLauncherTest {
     @Test
     void startsWatchesAndStopsTheInstanceUnit() throws Exception {
         ServerLauncher.Started started = launcher.start(paths);
-        assertEquals(List.of("reset-failed " + UNIT, "start " + UNIT), calls());
+        // No region file here: the memory limit is the allowance alone.
+        assertEquals(List.of("reset-failed " + UNIT, "set-property --runtime " + UNIT + " MemoryMax=" + (4L << 30), "start " + UNIT),
+                calls());
         assertNull(started.exitDescription(), "an active unit has not ended");
         assertTrue(launcher.isRunning(paths));
 
@@ -70,6 +72,18 @@ class SystemdLauncherTest {
         assertTrue(calls().contains("stop " + UNIT), calls().toString());
         assertTrue(launcher.logTail(paths, 20).contains("journal of --no-pager -o cat -n 20 -u " + UNIT));
         assertEquals("journalctl -u " + UNIT, launcher.logLocation(paths));
+    }
+
+    @Test
+    void theMemoryLimitIsTheRegionPlusTheAllowance() throws Exception {
+        Path region = dir.resolve("region");
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(region.toFile(), "rw")) {
+            f.setLength(1L << 30);
+        }
+        InstancePaths withRegion = new InstancePaths(UUID, paths.shmemName(), region, paths.doorbellSocket(),
+                paths.instanceConfig(), paths.pidfile(), paths.serverLog());
+        assertEquals(Long.toString((1L << 30) + (4L << 30)), launcher.memoryMax(withRegion));
+        assertEquals("infinity", new SystemdLauncher("systemctl", "journalctl", 0).memoryMax(withRegion));
     }
 
     @Test

@@ -49,6 +49,9 @@ public final class HostKeys {
             "longest wait for READY at start").range(1, Long.MAX_VALUE);
     public static final ConfigKey<Long> SERVER_STOP_TIMEOUT_MS = ConfigKey.of("server.stop.timeout.ms", MS, 10_000L,
             "SIGTERM grace before SIGKILL").range(1, Long.MAX_VALUE);
+    public static final ConfigKey<Long> SERVER_MEMORY_MAX = ConfigKey.of("server.memory.max", KeyType.BYTES, 4L << 30,
+            "host memory a systemd-supervised server may hold besides its region: the hook sets the unit's `MemoryMax` "
+            + "to region size + this at each start (`0`: no limit)").shown("4G");
     public static final ConfigKey<String> LIBVIRT_URI = ConfigKey.of("libvirt.uri", KeyType.TEXT, "qemu:///system",
             "the libvirt the provisioner manages");
 

@@ -23,9 +23,15 @@ public final class RefusalLog {
 
     private static final class Kind {
         final LongAdder count = new LongAdder();
+        /** Logged at WARN or above: a refusal (or a failure). Below: an event bounded the same way (a hello). */
+        final boolean refusal;
         long windowStart;
         int lines;
         long suppressed;
+
+        Kind(boolean refusal) {
+            this.refusal = refusal;
+        }
     }
 
     private final int linesPerKind;
@@ -49,8 +55,9 @@ public final class RefusalLog {
     public void log(Logger log, Level level, String kind, Supplier<String> message, Throwable thrown) {
         Kind k = kinds.get(kind);
         if (k == null) {
-            k = kinds.size() < MAX_KINDS ? kinds.computeIfAbsent(kind, x -> new Kind())
-                    : kinds.computeIfAbsent(OTHER, x -> new Kind());
+            boolean refusal = level.isMoreSpecificThan(Level.WARN);
+            k = kinds.size() < MAX_KINDS ? kinds.computeIfAbsent(kind, x -> new Kind(refusal))
+                    : kinds.computeIfAbsent(OTHER, x -> new Kind(true));
         }
         k.count.increment();
         long left;
@@ -91,6 +98,20 @@ public final class RefusalLog {
     public Map<String, Long> counts() {
         Map<String, Long> out = new TreeMap<>();
         kinds.forEach((kind, k) -> out.put(kind, k.count.sum()));
+        return out;
+    }
+
+    /**
+     * Refusals so far per kind, without the kinds logged below WARN (hellos, cuInit: bounded the same
+     * way, but nothing was refused). What the status file shows.
+     */
+    public Map<String, Long> refusalCounts() {
+        Map<String, Long> out = new TreeMap<>();
+        kinds.forEach((kind, k) -> {
+            if (k.refusal) {
+                out.put(kind, k.count.sum());
+            }
+        });
         return out;
     }
 
