@@ -118,5 +118,7 @@ enum {
 #include "ivc_cuda_memory_types.h"
 /* libraries, kernels, launch attributes: the kernels helper's file */
 #include "ivc_cuda_kernel_types.h"
+/* streams, capture, graphs, host functions: the graphs helper's file */
+#include "ivc_cuda_graph_types.h"
 
 #endif

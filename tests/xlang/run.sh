@@ -32,6 +32,7 @@ expect_ok() { # name, command...
 gcc -std=c11 -O2 -Wall -Werror -pthread -o "$work/xfer" tests/xlang/xfer.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/target/generated -Iguest/include -o "$work/hostile" tests/xlang/hostile.c || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/strided" tests/xlang/strided.c -Lguest/target -lcuda || exit 1
+gcc -std=c11 -O2 -Wall -Werror -pthread -o "$work/streams" tests/xlang/streams.c -Lguest/target -lcuda || exit 1
 # the one wait for READY (guest/tools/ivcuda-region-wait.c, built with the guest library)
 region_wait=guest/target/ivcuda-region-wait
 
@@ -66,6 +67,9 @@ if [ -n "$baseline" ] && [ -n "$held" ] && [ "$held" -lt "$baseline" ]; then pas
 kill -9 $hold_pid
 wait $hold_pid 2>/dev/null
 expect_ok "killed process's 64 MiB reclaimed" "$work/xfer" free-equals "$baseline" 20
+
+# Host functions and stream callbacks run in the guest process, in stream order (docs/graphs.md).
+expect_ok "host functions, stream queries, stream memory operations" "$work/streams"
 
 # A hostile guest: malformed requests get errors, the server keeps serving.
 expect_ok "hostile guest" "$work/hostile" "$region"

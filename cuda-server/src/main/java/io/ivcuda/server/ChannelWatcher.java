@@ -254,6 +254,8 @@ final class ChannelWatcher implements Reclaimer {
         if (o != null) {
             o.close();
         }
+        // a driver call of its workers may wait for its host function: they must be able to leave
+        vm.hostCalls().close(token);
         if (reclaiming.putIfAbsent(token, caller) != null) {
             return;
         }

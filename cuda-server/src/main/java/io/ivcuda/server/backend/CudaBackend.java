@@ -394,4 +394,193 @@ public interface CudaBackend {
     default int memPoolTrimTo(long pool, long minBytesToKeep) {
         return CuResult.NOT_SUPPORTED;
     }
+
+    // ---- graphs (issue 12) ----
+    // Streams, stream memory operations, host functions, capture and graphs (api/graphs.api,
+    // docs/graphs.md). Defaults answer CUDA_ERROR_NOT_SUPPORTED: a backend implements what it can
+    // do honestly.
+
+    /** → value (the stream's flags) */
+    default int streamGetFlags(Out out, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → value (the stream's priority) */
+    default int streamGetPriority(Out out, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle (the native context the stream belongs to) */
+    default int streamGetCtx(Out out, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle (the stream's unique id) */
+    default int streamGetId(Out out, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Writes the attribute's 64-byte CUstreamAttrValue at {@code value}. */
+    default int streamGetAttribute(long stream, int attribute, long value) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Sets the attribute from the 64-byte CUstreamAttrValue at {@code value} (checked by the caller). */
+    default int streamSetAttribute(long stream, int attribute, long value) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int streamCopyAttributes(long dst, long src) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuStreamWaitValue32/64_v2 ({@code wide}: 64 bits). */
+    default int streamWaitValue(long stream, long address, long value, int flags, boolean wide) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuStreamWriteValue32/64_v2 ({@code wide}: 64 bits). */
+    default int streamWriteValue(long stream, long address, long value, int flags, boolean wide) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** {@code params}: {@code count} native CUstreamBatchMemOpParams, checked by the caller. */
+    default int streamBatchMemOp(long stream, int count, long params, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /**
+     * Puts a host function of the server's on the stream: when the stream reaches it, it calls
+     * {@link HostCallbacks#fire}(key, CUDA_SUCCESS) and the stream goes on once that returns.
+     */
+    default int launchHostFunc(long stream, long key) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Like {@link #launchHostFunc}, as cuStreamAddCallback: the stream's status reaches the key's sink. */
+    default int streamAddCallback(long stream, long key, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → value (CUstreamCaptureStatus: 0 none, 1 active, 2 invalidated) */
+    default int streamIsCapturing(Out out, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int streamBeginCapture(long stream, int mode) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** {@code nodes}/{@code edges}: native arrays of {@code count} (edges may be 0). */
+    default int streamBeginCaptureToGraph(long stream, long graph, long nodes, long edges, long count, int mode) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle (the captured graph) */
+    default int streamEndCapture(Out out, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /**
+     * → value (the capture status), totalBytes (the capture id), handle (the graph being captured),
+     * bytes (the number of dependencies), address (the driver's array of them), offset (its array of
+     * their edge data, or 0). The arrays are the driver's, valid until the stream's next call.
+     */
+    default int streamGetCaptureInfo(Out out, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** {@code nodes}/{@code edges}: native arrays of {@code count} (edges may be 0). */
+    default int streamUpdateCaptureDependencies(long stream, long nodes, long edges, long count, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Sets this thread's capture mode → value (the previous one). */
+    default int threadExchangeStreamCaptureMode(Out out, int mode) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle */
+    default int graphCreate(Out out, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int graphDestroy(long graph) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle */
+    default int graphClone(Out out, long graph) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle */
+    default int graphInstantiate(Out out, long graph, long flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int graphLaunch(long exec, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int graphUpload(long exec, long stream) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int graphExecDestroy(long exec) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle (the flags) */
+    default int graphExecGetFlags(Out out, long exec) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /**
+     * The graph's nodes ({@code roots}: its root nodes) into the native array {@code nodes} of
+     * {@code capacity} (0: only count) → bytes (how many there are).
+     */
+    default int graphGetNodes(Out out, long graph, boolean roots, long nodes, long capacity) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → value (CUgraphNodeType) */
+    default int graphNodeGetType(Out out, long node) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /**
+     * Adds a node of {@code kind} (0 empty, 1 event record, 2 event wait, 3 child graph of
+     * {@code object}, else the event) after the native array {@code deps} of {@code count} → handle.
+     */
+    default int graphAddSimpleNode(Out out, long graph, long deps, long count, int kind, long object) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int graphDestroyNode(long node) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Adds ({@code remove} false) or removes edges from→to (native arrays; edges may be 0). */
+    default int graphEdges(long graph, boolean remove, long from, long to, long edges, long count) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → value (CUgraphExecUpdateResult), handle (the error node), address (the error's from node) */
+    default int graphExecUpdate(Out out, long exec, long graph) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int deviceGraphMemTrim(int device) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → bytes */
+    default int deviceGetGraphMemAttribute(Out out, int device, int attribute) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int deviceSetGraphMemAttribute(Out out, int device, int attribute, long value) {
+        return CuResult.NOT_SUPPORTED;
+    }
 }

@@ -377,6 +377,7 @@ public class HostMemoryBackend implements CudaBackend {
     @Override
     public int streamCreate(Out o, int flags, int priority) {
         o.handle = nextObject.incrementAndGet();
+        created(o.handle, flags, priority);
         return CuResult.SUCCESS;
     }
 
@@ -519,5 +520,119 @@ public class HostMemoryBackend implements CudaBackend {
     @Override
     public int memFreeAsync(long dptr, long stream) {
         return memFree(dptr);
+    }
+
+    // ---- graphs (issue 12) ----
+    // Streams complete at once here, so what a stream does can be done now: queries from what
+    // creation recorded, value writes into the host blocks, a wait whose value is there already,
+    // and host functions run (through their sink) before the call returns. Attributes, capture
+    // and graphs need the driver: CUDA_ERROR_NOT_SUPPORTED (the interface's defaults).
+
+    /** A created stream: its flags, priority and the context current at its creation. */
+    private record StreamInfo(int flags, int priority, long context) {
+    }
+
+    private final java.util.concurrent.ConcurrentHashMap<Long, StreamInfo> streamInfo =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    private void created(long stream, int flags, int priority) {
+        Long c = contextStack.get().peek();
+        streamInfo.put(stream, new StreamInfo(flags, priority, c == null ? 0 : c));
+    }
+
+    /** The recorded stream; the legacy and per-thread streams (0..2) as the current context's defaults. */
+    private StreamInfo info(long stream) {
+        if (stream >= 0 && stream <= 2) {
+            Long c = contextStack.get().peek();
+            return new StreamInfo(0, 0, c == null ? 0 : c);
+        }
+        return streamInfo.get(stream);
+    }
+
+    @Override
+    public int streamGetFlags(Out o, long stream) {
+        StreamInfo i = info(stream);
+        if (i == null) {
+            return CuResult.INVALID_HANDLE;
+        }
+        o.value = i.flags();
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int streamGetPriority(Out o, long stream) {
+        StreamInfo i = info(stream);
+        if (i == null) {
+            return CuResult.INVALID_HANDLE;
+        }
+        o.value = i.priority();
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int streamGetCtx(Out o, long stream) {
+        StreamInfo i = info(stream);
+        if (i == null) {
+            return CuResult.INVALID_HANDLE;
+        }
+        o.handle = i.context();
+        return i.context() == 0 ? CuResult.INVALID_CONTEXT : CuResult.SUCCESS;
+    }
+
+    @Override
+    public int streamGetId(Out o, long stream) {
+        o.handle = stream;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int streamWaitValue(long stream, long address, long value, int flags, boolean wide) {
+        long h = translate(address, wide ? 8 : 4);
+        if (h == 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        long now = wide ? UnsafeApi.getLongVolatile(null, h) : UnsafeApi.getIntVolatile(null, h);
+        long mask = wide ? -1L : 0xffffffffL;
+        // CU_STREAM_WAIT_VALUE_GEQ (0, cyclic), EQ (1), AND (2), NOR (3)
+        boolean met = switch (flags & 0x3) {
+            case 0 -> wide ? now - value >= 0 : (int) now - (int) value >= 0;
+            case 1 -> ((now ^ value) & mask) == 0;
+            case 2 -> (now & value & mask) != 0;
+            default -> (~(now | value) & mask) != 0;
+        };
+        // nothing here could make a missing value arrive later: a wait that would block is refused
+        return met ? CuResult.SUCCESS : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamWriteValue(long stream, long address, long value, int flags, boolean wide) {
+        long h = translate(address, wide ? 8 : 4);
+        if (h == 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        if (wide) {
+            UnsafeApi.putLongVolatile(null, h, value);
+        } else {
+            UnsafeApi.putIntVolatile(null, h, (int) value);
+        }
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int launchHostFunc(long stream, long key) {
+        HostCallbacks.fire(key, CuResult.SUCCESS);
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int streamAddCallback(long stream, long key, int flags) {
+        HostCallbacks.fire(key, CuResult.SUCCESS);
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int streamIsCapturing(Out o, long stream) {
+        o.value = 0;
+        return CuResult.SUCCESS;
     }
 }

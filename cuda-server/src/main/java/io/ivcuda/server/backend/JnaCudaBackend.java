@@ -846,4 +846,365 @@ public final class JnaCudaBackend implements CudaBackend {
     public int memPoolTrimTo(long pool, long minBytesToKeep) {
         return cuMemPoolTrimTo(pool, minBytesToKeep);
     }
+
+    // ---- graphs (issue 12) ----
+
+    /** The driver's host-function entry point: one for the JVM's life, the key as userData. */
+    public interface NativeHostFn extends com.sun.jna.Callback {
+        void invoke(long userData);
+    }
+
+    /** cuStreamAddCallback's entry point: the stream's status goes to the key's sink. */
+    public interface NativeStreamCallback extends com.sun.jna.Callback {
+        void invoke(long stream, int status, long userData);
+    }
+
+    /**
+     * CudaDriverGraphs, loaded on first use: a driver without one of its symbols answers
+     * CUDA_ERROR_NOT_SUPPORTED to these calls only. The callbacks are kept here so that they are
+     * never collected while the driver holds their addresses.
+     */
+    private static final class Graphs {
+        static final boolean LOADED;
+        static final NativeHostFn HOST_FN = new NativeHostFn() {
+            @Override
+            public void invoke(long userData) {
+                HostCallbacks.fire(userData, CuResult.SUCCESS);
+            }
+        };
+        static final NativeStreamCallback STREAM_CALLBACK = new NativeStreamCallback() {
+            @Override
+            public void invoke(long stream, int status, long userData) {
+                HostCallbacks.fire(userData, status);
+            }
+        };
+        static final long HOST_FN_POINTER;
+        static final long STREAM_CALLBACK_POINTER;
+
+        static {
+            boolean loaded = false;
+            long hostFn = 0;
+            long streamCallback = 0;
+            try {
+                Class.forName(CudaDriverGraphs.class.getName(), true, CudaDriverGraphs.class.getClassLoader());
+                hostFn = com.sun.jna.Pointer.nativeValue(com.sun.jna.CallbackReference.getFunctionPointer(HOST_FN));
+                streamCallback = com.sun.jna.Pointer.nativeValue(
+                        com.sun.jna.CallbackReference.getFunctionPointer(STREAM_CALLBACK));
+                loaded = true;
+            } catch (Throwable e) {
+                LOG.error("libcuda.so.1 lacks a stream or graph function ({}): those calls answer "
+                        + "CUDA_ERROR_NOT_SUPPORTED", e.toString());
+            }
+            LOADED = loaded;
+            HOST_FN_POINTER = hostFn;
+            STREAM_CALLBACK_POINTER = streamCallback;
+        }
+    }
+
+    @Override
+    public int streamGetFlags(Out o, long stream) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuStreamGetFlags(stream, s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int streamGetPriority(Out o, long stream) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuStreamGetPriority(stream, s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int streamGetCtx(Out o, long stream) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuStreamGetCtx(stream, s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int streamGetId(Out o, long stream) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuStreamGetId(stream, s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int streamGetAttribute(long stream, int attribute, long value) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamGetAttribute(stream, attribute, value) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamSetAttribute(long stream, int attribute, long value) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamSetAttribute(stream, attribute, value) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamCopyAttributes(long dst, long src) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamCopyAttributes(dst, src) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamWaitValue(long stream, long address, long value, int flags, boolean wide) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        return wide ? CudaDriverGraphs.cuStreamWaitValue64_v2(stream, address, value, flags)
+                : CudaDriverGraphs.cuStreamWaitValue32_v2(stream, address, (int) value, flags);
+    }
+
+    @Override
+    public int streamWriteValue(long stream, long address, long value, int flags, boolean wide) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        return wide ? CudaDriverGraphs.cuStreamWriteValue64_v2(stream, address, value, flags)
+                : CudaDriverGraphs.cuStreamWriteValue32_v2(stream, address, (int) value, flags);
+    }
+
+    @Override
+    public int streamBatchMemOp(long stream, int count, long params, int flags) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamBatchMemOp_v2(stream, count, params, flags) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int launchHostFunc(long stream, long key) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuLaunchHostFunc(stream, Graphs.HOST_FN_POINTER, key) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamAddCallback(long stream, long key, int flags) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamAddCallback(stream, Graphs.STREAM_CALLBACK_POINTER, key, flags)
+                : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamIsCapturing(Out o, long stream) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuStreamIsCapturing(stream, s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int streamBeginCapture(long stream, int mode) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamBeginCapture_v2(stream, mode) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamBeginCaptureToGraph(long stream, long graph, long nodes, long edges, long count, int mode) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamBeginCaptureToGraph(stream, graph, nodes, edges, count, mode)
+                : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int streamEndCapture(Out o, long stream) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverGraphs.cuStreamEndCapture(stream, s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int streamGetCaptureInfo(Out o, long stream) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        for (int i = 0; i < 6; i++) {
+            UnsafeApi.putLong(s(o, i), 0);
+        }
+        int r = CudaDriverGraphs.cuStreamGetCaptureInfo_v3(stream, s(o, 0), s(o, 1), s(o, 2), s(o, 3), s(o, 4), s(o, 5));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        o.totalBytes = UnsafeApi.getLong(s(o, 1));
+        o.handle = UnsafeApi.getLong(s(o, 2));
+        o.address = UnsafeApi.getLong(s(o, 3));
+        o.offset = UnsafeApi.getLong(s(o, 4));
+        o.bytes = UnsafeApi.getLong(s(o, 5));
+        return r;
+    }
+
+    @Override
+    public int streamUpdateCaptureDependencies(long stream, long nodes, long edges, long count, int flags) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuStreamUpdateCaptureDependencies_v2(stream, nodes, edges, count, flags)
+                : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int threadExchangeStreamCaptureMode(Out o, int mode) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putInt(s(o, 0), mode);
+        int r = CudaDriverGraphs.cuThreadExchangeStreamCaptureMode(s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphCreate(Out o, int flags) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuGraphCreate(s(o, 0), flags);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphDestroy(long graph) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuGraphDestroy(graph) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int graphClone(Out o, long graph) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuGraphClone(s(o, 0), graph);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphInstantiate(Out o, long graph, long flags) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuGraphInstantiateWithFlags(s(o, 0), graph, flags);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphLaunch(long exec, long stream) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuGraphLaunch(exec, stream) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int graphUpload(long exec, long stream) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuGraphUpload(exec, stream) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int graphExecDestroy(long exec) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuGraphExecDestroy(exec) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int graphExecGetFlags(Out o, long exec) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuGraphExecGetFlags(exec, s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphGetNodes(Out o, long graph, boolean roots, long nodes, long capacity) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), capacity);
+        int r = roots ? CudaDriverGraphs.cuGraphGetRootNodes(graph, capacity == 0 ? 0 : nodes, s(o, 0))
+                : CudaDriverGraphs.cuGraphGetNodes(graph, capacity == 0 ? 0 : nodes, s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphNodeGetType(Out o, long node) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverGraphs.cuGraphNodeGetType(node, s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphAddSimpleNode(Out o, long graph, long deps, long count, int kind, long object) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        long d = count == 0 ? 0 : deps;
+        int r = switch (kind) {
+            case 0 -> CudaDriverGraphs.cuGraphAddEmptyNode(s(o, 0), graph, d, count);
+            case 1 -> CudaDriverGraphs.cuGraphAddEventRecordNode(s(o, 0), graph, d, count, object);
+            case 2 -> CudaDriverGraphs.cuGraphAddEventWaitNode(s(o, 0), graph, d, count, object);
+            case 3 -> CudaDriverGraphs.cuGraphAddChildGraphNode(s(o, 0), graph, d, count, object);
+            default -> CuResult.INVALID_VALUE;
+        };
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphDestroyNode(long node) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuGraphDestroyNode(node) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int graphEdges(long graph, boolean remove, long from, long to, long edges, long count) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        return remove ? CudaDriverGraphs.cuGraphRemoveDependencies_v2(graph, from, to, edges, count)
+                : CudaDriverGraphs.cuGraphAddDependencies_v2(graph, from, to, edges, count);
+    }
+
+    @Override
+    public int graphExecUpdate(Out o, long exec, long graph) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.setMemory(s(o, 0), 24, (byte) 0);
+        int r = CudaDriverGraphs.cuGraphExecUpdate_v2(exec, graph, s(o, 0));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        o.handle = UnsafeApi.getLong(s(o, 1));
+        o.address = UnsafeApi.getLong(s(o, 2));
+        return r;
+    }
+
+    @Override
+    public int deviceGraphMemTrim(int device) {
+        return Graphs.LOADED ? CudaDriverGraphs.cuDeviceGraphMemTrim(device) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int deviceGetGraphMemAttribute(Out o, int device, int attribute) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverGraphs.cuDeviceGetGraphMemAttribute(device, attribute, s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int deviceSetGraphMemAttribute(Out o, int device, int attribute, long value) {
+        if (!Graphs.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), value);
+        return CudaDriverGraphs.cuDeviceSetGraphMemAttribute(device, attribute, s(o, 0));
+    }
 }

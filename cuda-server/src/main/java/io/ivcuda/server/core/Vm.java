@@ -43,6 +43,8 @@ public final class Vm {
     /** The processes' integrity oracles: none until the server attaches them ({@link #integrity(IntegrityOracles)}). */
     private volatile IntegrityOracles integrity = IntegrityOracles.none();
     private final Libraries libraries = new Libraries();
+    private final HostCalls hostCalls;
+    private final GraphState graphs;
 
     /**
      * @param memoryQuota bytes of device memory the VM may hold, 0 = no limit
@@ -63,6 +65,18 @@ public final class Vm {
         this.handles = new HandleTable(limits.handlesPerProcess(), limits.handlesPerVm());
         this.refusals = new RefusalLog(limits);
         this.pool = new PoolAllocator(layout.poolSize());
+        this.hostCalls = new HostCalls(refusals);
+        this.graphs = new GraphState(handles, backend);
+    }
+
+    /** Graph handles being captured, and the reclaim of graphs (docs/graphs.md). */
+    public GraphState graphs() {
+        return graphs;
+    }
+
+    /** Host functions of the VM's processes, run in the guest (docs/graphs.md). */
+    public HostCalls hostCalls() {
+        return hostCalls;
     }
 
     public Limits limits() {
@@ -250,6 +264,8 @@ public final class Vm {
             return;
         }
         owner.close();
+        // first: a driver thread waiting for this process's host function goes on
+        hostCalls.reclaim(token);
         integrity.kill(token);
         int allocations = 0;
         for (DeviceRanges.Range r : owner.ranges().drain()) {
@@ -259,6 +275,8 @@ public final class Vm {
             }
         }
         int blocks = pool.freeAllOf(token).size();
+        // graphs before the streams and contexts they were captured on or live in
+        graphs.reclaim(token, out);
         List<HandleTable.Entry> entries = handles.ownedBy(token);
         // memory pools (HandleKinds.MEMPOOL) are the driver's: their handles are only forgotten
         int[] order = {HandleKinds.MEMPOOL, HandleTable.KIND_FUNCTION, HandleTable.KIND_EVENT, HandleTable.KIND_STREAM,

@@ -22,6 +22,11 @@ final class CopyHandler implements CopyCalls {
 
     /** A copy on a stream, then waiting for it: the bytes must be in place before we answer or move on. */
     private int copyOnStream(long device, long host, long n, long stream, boolean toDevice) {
+        // pageable bytes are staged here and waited for: a capture could keep neither (docs/graphs.md)
+        if (session.cuda.streamIsCapturing(session.out, stream) == CuResult.SUCCESS && session.out.value != 0) {
+            return session.refuse("stream", "is capturing: a copy of pageable memory cannot be captured (pinned memory can)",
+                    GraphHandles.CAPTURE_UNSUPPORTED);
+        }
         int result = toDevice ? session.cuda.memcpyHtoD(device, host, n, stream, true)
                 : session.cuda.memcpyDtoH(host, device, n, stream, true);
         return result == CuResult.SUCCESS ? session.cuda.streamSynchronize(stream) : result;

@@ -1,0 +1,56 @@
+package io.ivcuda.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.ivcuda.server.FakeGuest.Channel;
+import io.ivcuda.server.FakeGuest.Response;
+import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.backend.HostMemoryBackend;
+import io.ivcuda.server.gen.Requests;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A server on a host-memory backend (or a stand-in derived from it) and one fake guest process of it. */
+abstract class HostMemoryGuestCase {
+    static final long SIZE = 32L << 20;
+
+    @TempDir
+    Path dir;
+    CudaServer server;
+    FakeGuest guest;
+
+    abstract long token();
+
+    void start(HostMemoryBackend backend) throws Exception {
+        Path region = dir.resolve("region");
+        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
+                "channel.count=4", "backend=host-memory")), backend);
+        server.start();
+        guest = new FakeGuest(region, SIZE);
+    }
+
+    @AfterEach
+    void stop() {
+        if (guest != null) {
+            guest.close();
+        }
+        if (server != null) {
+            server.close();
+        }
+    }
+
+    /** Channel {@code index}, greeted and past cuInit. */
+    Channel greeted(int index) {
+        Channel c = guest.claim(index, token());
+        assertEquals(CuResult.SUCCESS, c.hello().result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuInit(0)).result());
+        return c;
+    }
+
+    static long ok(Response r) {
+        assertEquals(CuResult.SUCCESS, r.result());
+        return r.out(0);
+    }
+}
