@@ -48,7 +48,7 @@ static void scale(CUlibrary lib)
     CK(cuFuncGetName(&name, f));
     printf("cuKernelGetFunction: name=%s\n", name);
     int regs = -1;
-    CK(cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, (CUfunction)k));
+    CK(cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
     printf("kernel max threads per block via cuFuncGetAttribute: %d\n", regs);
     size_t offset = 0, size = 0;
     CK(cuKernelGetParamInfo(k, 1, &offset, &size));

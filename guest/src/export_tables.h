@@ -43,6 +43,7 @@ int ivc_integrity_placement_matches(void);
 /* runtime_hooks.c (a094798c) */
 void ivc_runtime_hooks_slot2(void **pointer, size_t *size);
 void ivc_runtime_hooks_slot6(void **pointer, size_t *size);
+CUresult ivc_tools_tls_slot2(void **state);
 
 /* compile_cache.c (da9151d3, NVRTC's use of the driver's compute cache) */
 CUresult ivc_compile_cache_key(void **key, int kind, const void *input, size_t size, const char *options);
