@@ -9,21 +9,17 @@ import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.gen.Requests;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
 import java.util.List;
 import org.agrona.UnsafeApi;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Launches with attributes, cluster occupancy and the context extensions over a backend that
  * records the CUlaunchConfig the server built: which attributes pass, which are refused, that a
  * CUkernel is resolved, and that the peer and context calls check their handles and ordinals.
  */
-class KernelLaunchTest {
-    static final long SIZE = 32L << 20;
+class KernelLaunchTest extends HostMemoryGuestCase {
     static final long TOKEN = (80L << 32) | 5;
     static final long OTHER = (81L << 32) | 6;
 
@@ -91,26 +87,17 @@ class KernelLaunchTest {
         }
     }
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
     ExBackend backend;
+
+    @Override
+    long token() {
+        return TOKEN;
+    }
 
     @BeforeEach
     void start() throws Exception {
-        Path region = dir.resolve("region");
         backend = new ExBackend();
-        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory")), backend);
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-    }
-
-    @AfterEach
-    void stop() {
-        guest.close();
-        server.close();
+        start(backend);
     }
 
     private Channel greeted(int channel, long token) {

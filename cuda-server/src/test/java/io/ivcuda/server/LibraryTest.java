@@ -14,22 +14,18 @@ import io.ivcuda.server.gen.Requests;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.agrona.UnsafeApi;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Libraries and CUkernels over a backend that records what reaches the driver: the image path, the
  * JIT options passed on, a CUkernel resolved to its function wherever a CUfunction is taken, the
  * globals as device ranges, and everything a library made going with its unload or the process.
  */
-class LibraryTest {
-    static final long SIZE = 32L << 20;
+class LibraryTest extends HostMemoryGuestCase {
     static final long TOKEN = (78L << 32) | 5;
     static final long OTHER = (79L << 32) | 6;
     static final long LIBRARY = 0xB000;
@@ -142,26 +138,17 @@ class LibraryTest {
         }
     }
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
     LibraryBackend backend;
+
+    @Override
+    long token() {
+        return TOKEN;
+    }
 
     @BeforeEach
     void start() throws Exception {
-        Path region = dir.resolve("region");
         backend = new LibraryBackend();
-        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory")), backend);
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-    }
-
-    @AfterEach
-    void stop() {
-        guest.close();
-        server.close();
+        start(backend);
     }
 
     private Channel greeted(int channel, long token) {

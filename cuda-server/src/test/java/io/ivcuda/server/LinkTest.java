@@ -11,22 +11,18 @@ import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.core.HandleTable;
 import io.ivcuda.server.gen.Requests;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.agrona.UnsafeApi;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The linker over a backend that "links" by concatenating its inputs: inputs arrive whole through
  * the window, the completed image comes back through it byte for byte, a read of another size is
  * refused, and link states go with cuLinkDestroy (once) or the process.
  */
-class LinkTest {
-    static final long SIZE = 32L << 20;
+class LinkTest extends HostMemoryGuestCase {
     static final long TOKEN = (82L << 32) | 5;
     static final long OTHER = (83L << 32) | 6;
     static final long STATE = 0xC000;
@@ -73,26 +69,17 @@ class LinkTest {
         }
     }
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
     LinkBackend backend;
+
+    @Override
+    long token() {
+        return TOKEN;
+    }
 
     @BeforeEach
     void start() throws Exception {
-        Path region = dir.resolve("region");
         backend = new LinkBackend();
-        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory")), backend);
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-    }
-
-    @AfterEach
-    void stop() {
-        guest.close();
-        server.close();
+        start(backend);
     }
 
     private Channel greeted(int channel, long token) {
