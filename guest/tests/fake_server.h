@@ -61,6 +61,7 @@ struct fake_state {
     atomic_uint output_piece;
     atomic_ullong output_dropped;
     atomic_int output_reads;
+    atomic_ullong current_context;  /* cuCtxSetCurrent's last context (0: the primary context's) */
 };
 
 extern struct fake_state fake;
