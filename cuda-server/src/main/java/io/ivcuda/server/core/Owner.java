@@ -7,6 +7,7 @@ public final class Owner {
     private final long token;
     private final DeviceRanges ranges = new DeviceRanges();
     private final AtomicInteger primaryRetains = new AtomicInteger();
+    private final CallMetrics metrics = CallMetrics.totals();
     private volatile boolean closed;
 
     public Owner(long token) {
@@ -23,6 +24,11 @@ public final class Owner {
 
     public DeviceRanges ranges() {
         return ranges;
+    }
+
+    /** This process's calls, copies, launches and time (status and metrics). */
+    public CallMetrics metrics() {
+        return metrics;
     }
 
     public AtomicInteger primaryRetains() {
