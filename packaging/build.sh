@@ -110,7 +110,7 @@ stage_host() {
     sed "s/@QEMU_GROUP@/$qemu_group/" "$repo/packaging/files/ivcuda.tmpfiles.in" > "$dest/usr/lib/tmpfiles.d/ivcuda.conf"
     install -m 0644 "$repo/packaging/files/ivcuda.sysusers" "$dest/usr/lib/sysusers.d/ivcuda.conf"
     install -m 0644 "$repo/packaging/files/apparmor-libvirt-qemu" "$dest/etc/apparmor.d/abstractions/libvirt-qemu.d/ivcuda"
-    install -m 0644 "$repo/docs/operations.md" "$dest/usr/share/doc/ivcuda/"
+    install -m 0644 "$repo/docs/operations.md" "$repo/templates/grafana-ivcuda.json" "$dest/usr/share/doc/ivcuda/"
     install -m 0644 "$docs"/man/*.8 "$dest/usr/share/man/man8/"
     rm -f "$dest/usr/share/man/man8/ivcuda-guest-irqd.8"
     for command in ivcuda-server 50-ivcuda ivshmem-provisioner; do
