@@ -198,11 +198,14 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
     case IVC_OP_ivc_goodbye:
     case IVC_OP_ivc_process_exit:
     case IVC_OP_cuInit:
-    case IVC_OP_cuCtxSetCurrent:
     case IVC_OP_cuDevicePrimaryCtxRelease_v2:
+        return CUDA_SUCCESS;
+    case IVC_OP_cuCtxSetCurrent:
+        atomic_store(&fake.current_context, r_u64(in));
         return CUDA_SUCCESS;
     case IVC_OP_cuDeviceGet:
     case IVC_OP_cuCtxGetDevice:
+    case IVC_OP_cuCtxGetDevice_v2:
         w_u64(out, 0);
         return CUDA_SUCCESS;
     case IVC_OP_cuFuncGetAttribute:
@@ -221,9 +224,11 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         w_u64(out, 0x0100000100000001ULL);
         atomic_store(&fake.primary_active, 1);
         return CUDA_SUCCESS;
-    case IVC_OP_cuCtxGetCurrent:
-        w_u64(out, 0x0100000100000001ULL); /* the primary context is current */
+    case IVC_OP_cuCtxGetCurrent: {
+        uint64_t set = atomic_load(&fake.current_context);
+        w_u64(out, set != 0 ? set : 0x0100000100000001ULL); /* else the primary context is current */
         return CUDA_SUCCESS;
+    }
     case IVC_OP_cuCtxDestroy_v2:
     case IVC_OP_cuDevicePrimaryCtxReset_v2:
         return CUDA_SUCCESS;
@@ -427,9 +432,33 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         }
         return CUDA_SUCCESS;
     }
+    case IVC_OP_cuCtxSynchronize:
+        return CUDA_SUCCESS;
+    case IVC_OP_ivc_device_output_read: {
+        uint64_t capacity = r_u64(in);
+        atomic_fetch_add(&fake.output_reads, 1);
+        unsigned pos = atomic_load(&fake.output_read_pos), length = atomic_load(&fake.device_output_length);
+        unsigned piece = atomic_load(&fake.output_piece);
+        uint64_t n = length - pos;
+        if (n > capacity)
+            n = capacity;
+        if (piece != 0 && n > piece)
+            n = piece;
+        w_u64(out, atomic_exchange(&fake.output_dropped, 0));
+        w_u64(out, 0);
+        w_buf(out, fake.device_output + pos, n);
+        atomic_store(&fake.output_read_pos, pos + (unsigned)n);
+        return CUDA_SUCCESS;
+    }
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }
+}
+
+static int output_pending(void)
+{
+    return atomic_load(&fake.output_read_pos) < atomic_load(&fake.device_output_length) ||
+           atomic_load(&fake.output_dropped) != 0;
 }
 
 static void drain_ring(int i, uint64_t tail)
@@ -476,6 +505,7 @@ static void serve(int i)
     ivc_write32(response, (uint32_t)result);
     ivc_write32(response + 4, (uint32_t)out.length);
     ivc_write64(response + 8, seq);
+    ivc_write32(ch + IVC_CH_OUTPUT_PENDING, output_pending() ? 1 : 0);
     s->last_seq = seq;
     int delay = atomic_load(&fake.response_delay_us);
     if (delay > 0)
