@@ -23,7 +23,7 @@ esac
 built_outputs=(
     cuda-server/target/cuda-server.jar libvirt-hook/target/libvirt-hook.jar
     ivshmem-provisioner/target/ivshmem-provisioner.jar guest/target/libcuda.so.1 guest/target/ivcuda-guest-check
-    guest/target/ivcuda-guest-irqd host-tools/target/ivcuda-integrity-oracle cuda-server/target/man libvirt-hook/target/man ivshmem-provisioner/target/man
+    guest/target/ivcuda-guest-irqd host-tools/target/ivcuda-integrity-oracle host-tools/target/ivcuda-syscall-filter cuda-server/target/man libvirt-hook/target/man ivshmem-provisioner/target/man
     cuda-server/target/ivcuda-server.bash-completion libvirt-hook/target/50-ivcuda.bash-completion
     ivshmem-provisioner/target/ivshmem-provisioner.bash-completion
 )
@@ -122,6 +122,8 @@ stage_host() {
     install -m 0755 "$repo/packaging/files/make-cds-archives" "$dest/usr/libexec/ivcuda/make-cds-archives"
     # started by the server, one per guest process that runs cudart (integrity.oracle)
     install -m 0755 "$repo/host-tools/target/ivcuda-integrity-oracle" "$dest/usr/libexec/ivcuda/ivcuda-integrity-oracle"
+    # the direct launcher's system-call filter (server.syscall.filter; libseccomp opened at run time)
+    install -m 0755 "$repo/host-tools/target/ivcuda-syscall-filter" "$dest/usr/libexec/ivcuda/ivcuda-syscall-filter"
     install -m 0644 "$repo/packaging/files/ivcuda.logrotate" "$dest/etc/logrotate.d/ivcuda-host"
 }
 

@@ -24,7 +24,7 @@ final class DecoderEmitter {
 
     String dispatcher(List<Function> wire) {
         StringBuilder s = new StringBuilder(header);
-        s.append("import java.nio.ByteOrder;\nimport org.agrona.DirectBuffer;\n\n");
+        s.append("import io.ivcuda.common.config.ServerKeys;\nimport java.nio.ByteOrder;\nimport org.agrona.DirectBuffer;\n\n");
         s.append("/**\n * Decodes payloads (docs/protocol.md §5) strictly: every field must lie inside the payload and the\n");
         s.append(" * payload must be consumed exactly; checks the parameters (handles, ordinals, ranges) through the\n");
         s.append(" * {@link Checks}; then calls the section's handler and encodes its outs into the response. A refused\n");
@@ -358,7 +358,8 @@ final class DecoderEmitter {
                 HandleKind k = api.handles().get(p.type().handleKind());
                 s.append("        if (!h.checks.canMint(HandleKinds.").append(JavaNames.constantName(k.name())).append(")) {\n");
                 s.append("            return ").append(refusal(f, "\"" + p.name() + "\", \"the process holds as many handles as the "
-                        + "server's limits allow (limit.handles.process, limit.handles.vm)\", CUDA_ERROR_OUT_OF_MEMORY")).append(";\n");
+                        + "server's limits allow (\" + ServerKeys.LIMIT_HANDLES_PROCESS.name() + \", \" + ServerKeys.LIMIT_HANDLES_VM.name() "
+                        + "+ \")\", CUDA_ERROR_OUT_OF_MEMORY")).append(";\n");
                 s.append("        }\n");
             }
         }

@@ -212,6 +212,11 @@ public final class HostConfig {
         return settings.get(HostKeys.SERVER_COMMAND);
     }
 
+    /** The direct launcher's system-call filter program; empty for none. */
+    public String serverSyscallFilter() {
+        return settings.get(HostKeys.SERVER_SYSCALL_FILTER);
+    }
+
     public long serverReadyTimeoutMs() {
         return settings.get(HostKeys.SERVER_READY_TIMEOUT_MS);
     }

@@ -1,5 +1,6 @@
 package io.ivcuda.common;
 
+import io.ivcuda.common.config.HostKeys;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -61,7 +62,8 @@ public final class MpsEnvironment {
         for (Map.Entry<String, String> e : env.entrySet()) {
             if (!e.getValue().matches(PLAIN_VALUE)) {
                 throw new IOException(e.getKey() + "='" + e.getValue() + "': only letters, digits and / . _ , : = + @ - "
-                        + "can be passed to the server's environment (mps.pipe.dir, mps.log.dir)");
+                        + "can be passed to the server's environment (" + HostKeys.MPS_PIPE_DIR.name() + ", "
+                        + HostKeys.MPS_LOG_DIR.name() + ")");
             }
             text.append(e.getKey()).append('=').append(e.getValue()).append('\n');
         }

@@ -1,5 +1,6 @@
 package io.ivcuda.common;
 
+import io.ivcuda.common.config.HostKeys;
 import java.io.IOException;
 import java.nio.file.FileStore;
 import java.nio.file.Files;
@@ -26,7 +27,7 @@ public final class ShmSpace {
             long total = store.getTotalSpace();
             if (total > 0 && size > total) {
                 return "region size " + ByteSize.describe(size) + " is larger than " + shmDir + " (" + describe(total)
-                        + " in all, shm.dir)";
+                        + " in all, " + HostKeys.SHM_DIR.name() + ")";
             }
         } catch (IOException e) {
             return null;
@@ -44,7 +45,7 @@ public final class ShmSpace {
             long free = store.getUsableSpace();
             if (size > free) {
                 return "region size " + ByteSize.describe(size) + " does not fit in " + shmDir + ": " + describe(free)
-                        + " free of " + describe(store.getTotalSpace()) + " (shm.dir)";
+                        + " free of " + describe(store.getTotalSpace()) + " (" + HostKeys.SHM_DIR.name() + ")";
             }
         } catch (IOException e) {
             return null;

@@ -1,5 +1,6 @@
 package io.ivcuda.common;
 
+import io.ivcuda.common.config.HostKeys;
 import java.util.Locale;
 import java.util.Map;
 
@@ -49,8 +50,8 @@ public record VmSettings(int gpuIndex, String gpu, Mode mode, long regionSize, l
             }
             if (index < 0) {
                 throw unknownGpu(deviceFromElement, domainName, device, host,
-                        "no configured GPU has this UUID (set gpu.<n>.uuid in " + host.origin() + ")",
-                        "GPU " + device + " is not configured on this host (gpu.<n>.uuid)");
+                        "no configured GPU has this UUID (set " + HostKeys.GPU_UUID.name() + " in " + host.origin() + ")",
+                        "GPU " + device + " is not configured on this host (" + HostKeys.GPU_UUID.name() + ")");
             }
             gpuForServer = device;
         }
@@ -66,7 +67,7 @@ public record VmSettings(int gpuIndex, String gpu, Mode mode, long regionSize, l
         if (fromElement) {
             return GpuElement.problem(domainName, GpuElement.ATTR_DEVICE, device, reason, summary);
         }
-        return new IvcudaConfigException("host configuration: defaults.device='" + device + "': " + summary,
-                "domain '" + domainName + "': host configuration " + host.origin() + ": defaults.device='" + device + "': " + reason, null);
+        return new IvcudaConfigException("host configuration: " + HostKeys.DEFAULTS_DEVICE.name() + "='" + device + "': " + summary,
+                "domain '" + domainName + "': host configuration " + host.origin() + ": " + HostKeys.DEFAULTS_DEVICE.name() + "='" + device + "': " + reason, null);
     }
 }

@@ -1,5 +1,7 @@
 package io.ivcuda.server;
 
+import io.ivcuda.common.config.ServerKeys;
+import io.ivcuda.common.config.HostKeys;
 import io.ivcuda.common.Backend;
 import io.ivcuda.common.MpsEnvironment;
 import io.ivcuda.common.MpsFallback;
@@ -45,7 +47,7 @@ record ComputeShare(State state, int share, String problem) {
     /** The one line a refusing server prints after "ivcuda-server: " (the hook shows it first). */
     String refusal() {
         return "compute share " + share + " % cannot be enforced: " + problem
-                + " (docs/sharing.md; mps.unavailable=unshared runs the VM with the whole GPU instead)";
+                + " (docs/sharing.md; " + ServerKeys.MPS_UNAVAILABLE.name() + "=unshared runs the VM with the whole GPU instead)";
     }
 
     /**
@@ -72,7 +74,7 @@ record ComputeShare(State state, int share, String problem) {
         String percentage = environment.get(MpsEnvironment.ACTIVE_THREAD_PERCENTAGE);
         if (!Integer.toString(config.computeShare()).equals(percentage)) {
             return "the server was started without the MPS environment (" + MpsEnvironment.ACTIVE_THREAD_PERCENTAGE + " is "
-                    + (percentage == null ? "unset" : "'" + percentage + "'") + "; the hook's runtime.dir/UUID.env sets it)";
+                    + (percentage == null ? "unset" : "'" + percentage + "'") + "; the hook's " + HostKeys.RUNTIME_DIR.name() + "/UUID.env sets it)";
         }
         Out out = cuda.newOut();
         try {

@@ -1,5 +1,6 @@
 package io.ivcuda.server;
 
+import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.backend.JnaCudaBackend;
@@ -168,8 +169,8 @@ public final class CudaServer implements AutoCloseable {
         if (layout.channelCount() > config.doorbellVectors()) {
             // §8: a guest sleeps only on a vector of its own channel; shared vectors mean polling guests
             LOG.info("doorbell: {} channels share {} vectors: guest threads on a channel that shares its vector "
-                    + "poll instead of sleeping on an interrupt (give the domain <msi vectors> >= channel.count)",
-                    layout.channelCount(), config.doorbellVectors());
+                    + "poll instead of sleeping on an interrupt (give the domain <msi vectors> >= {})",
+                    layout.channelCount(), config.doorbellVectors(), ServerKeys.CHANNEL_COUNT.name());
         }
         EventFd[] host = new EventFd[config.doorbellVectors()];
         for (int v = 0; v < host.length; v++) {
@@ -256,7 +257,7 @@ public final class CudaServer implements AutoCloseable {
             try {
                 Files.deleteIfExists(config.pidfile());
             } catch (IOException e) {
-                LOG.warn("pidfile {} not removed: {}", config.pidfile(), e.getMessage());
+                LOG.warn("{} {} not removed: {}", ServerKeys.PIDFILE.name(), config.pidfile(), e.getMessage());
             }
         }
         LOG.info("stopped");

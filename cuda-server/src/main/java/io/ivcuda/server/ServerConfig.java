@@ -46,7 +46,7 @@ public record ServerConfig(Path regionPath, long regionSize, Mode mode, String d
         Settings s = Settings.load(ServerKeys.ALL, layers);
         Path regionPath = s.get(ServerKeys.REGION_PATH);
         if (regionPath == null) {
-            throw new IvcudaConfigException("region.path: required (set it in a --config file or with --set)");
+            throw new IvcudaConfigException(ServerKeys.REGION_PATH.name() + ": required (set it in a --config file or with --set)");
         }
         Mode mode = s.get(ServerKeys.MODE);
         String socket = s.get(ServerKeys.DOORBELL_SOCKET);

@@ -3,6 +3,7 @@ package io.ivcuda.provisioner;
 import io.ivcuda.common.ByteSize;
 import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.VmSettings;
+import io.ivcuda.common.config.HostKeys;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.OptionalLong;
@@ -32,7 +33,7 @@ class QuotaLedger {
         }
         if (settings.memoryQuota() == 0) {
             return "GPU " + settings.gpuIndex() + " has a configured capacity (" + ByteSize.describe(capacity.getAsLong())
-                    + ") so the domain needs a GPU memory quota (attribute quota, or defaults.quota)";
+                    + ") so the domain needs a GPU memory quota (attribute quota, or " + HostKeys.DEFAULTS_QUOTA.name() + ")";
         }
         long used = reserved.getOrDefault(settings.gpuIndex(), 0L);
         if (used + settings.memoryQuota() > capacity.getAsLong()) {

@@ -3,10 +3,12 @@ package io.ivcuda.hook;
 import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.InstancePaths;
 import io.ivcuda.common.ServerProcesses;
+import io.ivcuda.common.config.HostKeys;
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -46,6 +48,8 @@ final class DirectLauncher implements ServerLauncher {
     public Started start(InstancePaths paths) throws HookException {
         List<String> command = new ArrayList<>();
         command.addAll(asServerUser());
+        // the unit's system-call allow-list for the server (docs/threat-model.md), loaded before it runs
+        command.addAll(syscallFilter());
         // server.command may carry its own arguments (java -jar …): let sh split it, then exec so the pid stays.
         command.addAll(List.of("sh", "-c", SANDBOX_SHELL + "exec " + host.serverCommand() + " \"$@\"", "ivcuda-server"));
         command.addAll(serverArguments(paths));
@@ -69,9 +73,27 @@ final class DirectLauncher implements ServerLauncher {
     }
 
     /**
+     * The program that loads the unit's system-call allow-list, then execs the rest of the command
+     * (ivcuda-syscall-filter); nothing, said in the log, when it is not configured or not installed.
+     * Without libseccomp it runs the server unfiltered and says so in the server's log.
+     */
+    List<String> syscallFilter() {
+        String filter = host.serverSyscallFilter();
+        if (filter.isEmpty()) {
+            return List.of();
+        }
+        if (!Files.isExecutable(Path.of(filter))) {
+            LOG.warn("{} {} is not an executable program: the server runs without a system-call filter",
+                    HostKeys.SERVER_SYSCALL_FILTER.name(), filter);
+            return List.of();
+        }
+        return List.of(filter, "--");
+    }
+
+    /**
      * setsid and setpriv as the server runs under them: what systemd's unit does that a plain process can have
-     * too (docs/threat-model.md): no new privileges (no setuid program regains any), the server's user. There
-     * is no seccomp filter here: see the threat model for why.
+     * too (docs/threat-model.md): no new privileges (no setuid program regains any), the server's user (the
+     * server's system-call filter follows: {@link #syscallFilter}).
      */
     private List<String> asServerUser() throws HookException {
         List<String> command = new ArrayList<>(List.of("setsid", "setpriv"));
@@ -133,11 +155,11 @@ final class DirectLauncher implements ServerLauncher {
             Process id = new ProcessBuilder("id", "-g", user).redirectErrorStream(true).start();
             String out = new String(id.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
             if (!id.waitFor(5, TimeUnit.SECONDS) || id.exitValue() != 0) {
-                throw new HookException("host configuration: server.user='" + user + "': no such user");
+                throw new HookException("host configuration: " + HostKeys.SERVER_USER.name() + "='" + user + "': no such user");
             }
             return out;
         } catch (IOException e) {
-            throw new HookException("cannot look up server.user '" + user + "': " + e.getMessage(), e);
+            throw new HookException("cannot look up " + HostKeys.SERVER_USER.name() + " '" + user + "': " + e.getMessage(), e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new HookException("interrupted");

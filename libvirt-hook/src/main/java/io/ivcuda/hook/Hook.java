@@ -6,14 +6,15 @@ import io.ivcuda.common.DomainXml;
 import io.ivcuda.common.GpuElement;
 import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.InstancePaths;
-import io.ivcuda.common.ServerProcesses;
 import io.ivcuda.common.IvcudaConfigException;
 import io.ivcuda.common.Mode;
 import io.ivcuda.common.MpsEnvironment;
 import io.ivcuda.common.RegionHeader;
+import io.ivcuda.common.ServerProcesses;
 import io.ivcuda.common.ShmSpace;
 import io.ivcuda.common.ShmemDevice;
 import io.ivcuda.common.VmSettings;
+import io.ivcuda.common.config.HostKeys;
 import io.ivcuda.common.config.ServerKeys;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -308,8 +309,8 @@ final class Hook {
             if (System.nanoTime() > deadline) {
                 String what = header.isReady()
                         ? "the cuda-server is READY but did not create its doorbell socket " + paths.doorbellSocket()
-                                + " within " + host.serverReadyTimeoutMs() + " ms (server.ready.timeout.ms)"
-                        : "the cuda-server was not ready within " + host.serverReadyTimeoutMs() + " ms (server.ready.timeout.ms)";
+                                + " within " + host.serverReadyTimeoutMs() + " ms (" + HostKeys.SERVER_READY_TIMEOUT_MS.name() + ")"
+                        : "the cuda-server was not ready within " + host.serverReadyTimeoutMs() + " ms (" + HostKeys.SERVER_READY_TIMEOUT_MS.name() + ")";
                 throw failedStart(domain, paths, what, header);
             }
             ServerProcesses.sleep(20);
@@ -403,7 +404,7 @@ final class Hook {
             }
             ServerProcesses.sleep(20);
         }
-        return "restarting it failed: not ready within " + host.serverReadyTimeoutMs() + " ms (server.ready.timeout.ms)";
+        return "restarting it failed: not ready within " + host.serverReadyTimeoutMs() + " ms (" + HostKeys.SERVER_READY_TIMEOUT_MS.name() + ")";
     }
 
     /**
@@ -420,7 +421,7 @@ final class Hook {
             view.setGroup(RegionFile.lookupGroup(lookup, host.qemuGroup()));
             Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString(RUNTIME_DIR_MODE));
         } catch (IOException e) {
-            throw new HookException("cannot prepare the runtime directory " + dir + " (runtime.dir): " + e.getMessage(), e);
+            throw new HookException("cannot prepare the runtime directory " + dir + " (" + HostKeys.RUNTIME_DIR.name() + "): " + e.getMessage(), e);
         }
     }
 

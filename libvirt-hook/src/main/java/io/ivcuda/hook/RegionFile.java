@@ -1,5 +1,6 @@
 package io.ivcuda.hook;
 
+import io.ivcuda.common.config.HostKeys;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.file.Files;
@@ -46,7 +47,7 @@ final class RegionFile {
         try {
             return lookup.lookupPrincipalByName(user);
         } catch (UserPrincipalNotFoundException e) {
-            throw new HookException("host configuration: server.user='" + user + "': no such user");
+            throw new HookException("host configuration: " + HostKeys.SERVER_USER.name() + "='" + user + "': no such user");
         }
     }
 
@@ -54,7 +55,7 @@ final class RegionFile {
         try {
             return lookup.lookupPrincipalByGroupName(group);
         } catch (UserPrincipalNotFoundException e) {
-            throw new HookException("host configuration: qemu.group='" + group + "': no such group");
+            throw new HookException("host configuration: " + HostKeys.QEMU_GROUP.name() + "='" + group + "': no such group");
         }
     }
 }

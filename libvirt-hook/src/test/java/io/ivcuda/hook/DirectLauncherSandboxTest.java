@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -46,5 +47,38 @@ class DirectLauncherSandboxTest {
         // "Max core file size  0  0  bytes": soft and hard limit both 0.
         assertTrue(lines.get(1).matches("Max core file size\\s+0\\s+0\\s+bytes\\s*"), lines.get(1));
         assertEquals("0027", lines.get(2));
+    }
+
+    /**
+     * The server unit's system-call allow-list, loaded by ivcuda-syscall-filter (host-tools) before the
+     * server runs: the launched process reports seccomp mode 2, a call the unit denies (ptrace) fails
+     * with EPERM, and personality(ADDR_NO_RANDOMIZE), which the integrity oracle needs, still works.
+     */
+    @Test
+    void theLaunchedServerRunsUnderTheUnitsSystemCallFilter() throws Exception {
+        Path hostTools = Path.of("..", "host-tools", "target").toAbsolutePath().normalize();
+        Path filter = hostTools.resolve("ivcuda-syscall-filter");
+        Path probe = hostTools.resolve("tests/syscall_probe");
+        Assumptions.assumeTrue(Files.isExecutable(filter) && Files.isExecutable(probe),
+                "host-tools not built (make -C host-tools check): " + filter);
+        Process check = new ProcessBuilder(filter.toString(), "--require", "--", "true").redirectErrorStream(true).start();
+        String why = new String(check.getInputStream().readAllBytes()).trim();
+        Assumptions.assumeTrue(check.waitFor() == 0, "no libseccomp here: " + why);
+        Path report = dir.resolve("report");
+        Path server = dir.resolve("server");
+        Files.writeString(server, "#!/bin/sh\n" + probe + " > " + report + ".tmp && mv " + report + ".tmp " + report + "\n");
+        Files.setPosixFilePermissions(server, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Path config = dir.resolve("ivcuda.properties");
+        Files.writeString(config, "runtime.dir=" + dir.resolve("run") + "\nshm.dir=" + dir.resolve("shm") + "\nlog.dir=" + dir.resolve("log")
+                + "\nserver.user=" + System.getProperty("user.name") + "\nserver.launch=direct\nserver.command=" + server
+                + "\nserver.syscall.filter=" + filter + "\n");
+        HostConfig host = HostConfig.load(List.of(config));
+
+        new DirectLauncher(host).start(InstancePaths.of(UUID, host));
+        for (int i = 0; i < 250 && !Files.exists(report); i++) {
+            Thread.sleep(20);
+        }
+        // seccomp mode 2 (a filter), ptrace refused with EPERM (1), personality allowed (0)
+        assertEquals(List.of("seccomp=2 ptrace=1 personality=0"), Files.readAllLines(report));
     }
 }

@@ -1,6 +1,7 @@
 package io.ivcuda.hook;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
@@ -48,6 +49,21 @@ class ServerUnitTest {
             present = false;
         }
         Assumptions.assumeTrue(present, "systemd-analyze is not installed here: " + why + " is not checked");
+    }
+
+    /**
+     * The integrity oracle the server spawns turns address-space randomisation off for its children
+     * (personality(ADDR_NO_RANDOMIZE)); LockPersonality=yes refuses that (measured with the same
+     * restriction as a seccomp filter: the oracle said "randomisation stays on" and its test of the
+     * parent's addresses failed), so the unit must not set it. Needs no systemd.
+     */
+    @Test
+    void theUnitLetsTheIntegrityOracleTurnRandomisationOff() throws Exception {
+        String unit = Files.readString(Path.of(System.getProperty("ivcuda.templates", "../templates"), "ivcuda-server@.service"));
+        assertFalse(unit.lines().anyMatch(l -> l.strip().matches("LockPersonality\\s*=\\s*(yes|true|on|1)")),
+                "LockPersonality=yes breaks the integrity oracle's ADDR_NO_RANDOMIZE");
+        String oracle = Files.readString(Path.of("..", "host-tools", "src", "oracle.c"));
+        assertTrue(oracle.contains("ADDR_NO_RANDOMIZE"), "the oracle still needs personality(): else this test can go");
     }
 
     @Test

@@ -48,6 +48,9 @@ public final class HostKeys {
                     + "(a detached process)");
     public static final ConfigKey<String> SERVER_COMMAND = ConfigKey.of("server.command", KeyType.TEXT, "/usr/bin/ivcuda-server",
             "the server for direct launch; may carry arguments (`java -jar …/cuda-server.jar`)");
+    public static final ConfigKey<String> SERVER_SYSCALL_FILTER = ConfigKey.of("server.syscall.filter", KeyType.TEXT,
+            "/usr/libexec/ivcuda/ivcuda-syscall-filter", "direct launch: the program that loads the server unit's system-call "
+                    + "allow-list before the server runs (needs libseccomp; empty: none)");
     public static final ConfigKey<Long> SERVER_READY_TIMEOUT_MS = ConfigKey.of("server.ready.timeout.ms", MS, 30_000L,
             "longest wait for READY at start").range(1, Long.MAX_VALUE);
     public static final ConfigKey<Long> SERVER_STOP_TIMEOUT_MS = ConfigKey.of("server.stop.timeout.ms", MS, 10_000L,

@@ -1,5 +1,6 @@
 package io.ivcuda.common.metrics;
 
+import io.ivcuda.common.config.ServerKeys;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
@@ -71,8 +72,8 @@ public record VmFigures(String domainName, String domainUuid, long memoryHeld, l
                 }
             }
         }
-        return new VmFigures(domainName, domainUuid, number(p, MEMORY_HELD), number(p, "memory.quota"),
-                (int) Math.max(0, Math.min(100, number(p, "compute.share"))), p.getProperty("compute.share.state", ""),
+        return new VmFigures(domainName, domainUuid, number(p, MEMORY_HELD), number(p, ServerKeys.MEMORY_QUOTA.name()),
+                (int) Math.max(0, Math.min(100, number(p, ServerKeys.COMPUTE_SHARE.name()))), p.getProperty("compute.share.state", ""),
                 calls, errors, Totals.read(p, TOTAL), processes);
     }
 

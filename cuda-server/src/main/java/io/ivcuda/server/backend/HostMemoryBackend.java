@@ -1,5 +1,7 @@
 package io.ivcuda.server.backend;
 
+import io.ivcuda.common.Backend;
+import io.ivcuda.common.config.ServerKeys;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Map;
@@ -30,7 +32,8 @@ public class HostMemoryBackend implements CudaBackend {
     private long used;
 
     public HostMemoryBackend() {
-        LOG.warn("backend=host-memory: device memory lives in host RAM, no GPU is used — for transport tests only");
+        LOG.warn("{}={}: device memory lives in host RAM, no GPU is used — for transport tests only", ServerKeys.BACKEND.name(),
+                Backend.HOST_MEMORY.word());
     }
 
     @Override

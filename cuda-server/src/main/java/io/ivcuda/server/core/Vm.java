@@ -1,5 +1,6 @@
 package io.ivcuda.server.core;
 
+import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.server.gen.HandleKinds;
 
 import io.ivcuda.server.backend.CudaBackend;
@@ -207,9 +208,9 @@ public final class Vm {
         while (true) {
             long now = allocated.get();
             if (bytes < 0 || bytes > limit - now) {
-                refusals.log(LOG, org.apache.logging.log4j.Level.WARN, "memory.quota",
+                refusals.log(LOG, org.apache.logging.log4j.Level.WARN, ServerKeys.MEMORY_QUOTA.name(),
                         () -> who + ": allocation of " + Long.toUnsignedString(bytes) + " bytes refused: "
-                                + (memoryQuota <= 0 ? "no quota, but beyond what can be counted" : "memory.quota "
+                                + (memoryQuota <= 0 ? "no quota, but beyond what can be counted" : ServerKeys.MEMORY_QUOTA.name() + " "
                                 + memoryQuota + " bytes") + ", " + now + " in use");
                 return false;
             }

@@ -1,6 +1,7 @@
 package io.ivcuda.server.doorbell;
 
 import com.sun.jna.Memory;
+import io.ivcuda.common.config.ServerKeys;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -77,7 +78,7 @@ public final class IvshmemServer implements AutoCloseable {
     public static IvshmemServer start(Path socketPath, int regionFd, int vectors, PeerPolicy policy,
                                       Listener listener) throws IOException {
         if (vectors < 1 || vectors > MAX_VECTORS) {
-            throw new IllegalArgumentException("doorbell.vectors must be 1.." + MAX_VECTORS + ", not " + vectors);
+            throw new IllegalArgumentException(ServerKeys.DOORBELL_VECTORS.name() + " must be 1.." + MAX_VECTORS + ", not " + vectors);
         }
         if (Files.exists(socketPath)) {
             if (!"socket".equals(fileType(socketPath))) {

@@ -1,5 +1,6 @@
 package io.ivcuda.server.handler;
 
+import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.channel.ChunkStream;
 import io.ivcuda.server.core.Vm;
@@ -41,7 +42,7 @@ final class ImageUpload {
             // the announced size is reserved before a byte is allocated: a guest cannot make the
             // server allocate more than the VM's image limit however large the size it claims
             if (!vm.reserveImageInTransit(imageSize)) {
-                session.refuse("imageSize", imageSize + " bytes do not fit in limit.module.image.bytes "
+                session.refuse("imageSize", imageSize + " bytes do not fit in " + ServerKeys.LIMIT_MODULE_IMAGE_BYTES.name() + " "
                         + vm.limits().imageBytes() + " with the uploads in transit", CuResult.OUT_OF_MEMORY);
                 return chunks.discard(imageSize) ? CuResult.OUT_OF_MEMORY : CuResult.DEVICE_UNAVAILABLE;
             }

@@ -1,5 +1,6 @@
 package io.ivcuda.server.handler;
 
+import io.ivcuda.common.config.ServerKeys;
 import static io.ivcuda.server.core.HandleTable.KIND_LINK;
 
 import io.ivcuda.server.backend.CuResult;
@@ -49,7 +50,7 @@ final class LinkHandler implements LinkerCalls {
             return chunks.discard(size) ? CuResult.INVALID_VALUE : CuResult.DEVICE_UNAVAILABLE;
         }
         if (!vm.reserveImageInTransit(size)) {
-            session.warn("size", size + " bytes do not fit in limit.module.image.bytes " + vm.limits().imageBytes()
+            session.warn("size", size + " bytes do not fit in " + ServerKeys.LIMIT_MODULE_IMAGE_BYTES.name() + " " + vm.limits().imageBytes()
                     + " with the uploads in transit", CuResult.OUT_OF_MEMORY);
             return chunks.discard(size) ? CuResult.OUT_OF_MEMORY : CuResult.DEVICE_UNAVAILABLE;
         }

@@ -1,10 +1,11 @@
 package io.ivcuda.server.handler;
 
+import io.ivcuda.common.config.ServerKeys;
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.backend.StdoutCapture;
 import io.ivcuda.server.channel.ChunkStream;
-import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.core.DeviceRanges;
 import io.ivcuda.server.core.HandleTable;
 import io.ivcuda.server.core.Owner;
@@ -201,7 +202,7 @@ public final class Session implements Checks {
         if (owner.ranges().count() < limit) {
             return true;
         }
-        warn(field, "the process holds limit.allocations.process " + limit + " allocations", CuResult.OUT_OF_MEMORY);
+        warn(field, "the process holds " + ServerKeys.LIMIT_ALLOCATIONS_PROCESS.name() + " " + limit + " allocations", CuResult.OUT_OF_MEMORY);
         return false;
     }
 

@@ -1,5 +1,6 @@
 package io.ivcuda.server.handler;
 
+import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.server.gen.Reply;
@@ -39,7 +40,7 @@ final class SessionHandler implements SessionCalls {
         }
         if (!session.greet()) {
             String message = session.vm.owners().size() >= session.vm.limits().processes()
-                    ? "the server holds limit.processes " + session.vm.limits().processes() + " processes of this VM"
+                    ? "the server holds " + ServerKeys.LIMIT_PROCESSES.name() + " " + session.vm.limits().processes() + " processes of this VM"
                     : "this process exited or was found dead: the server reclaimed it, its CUDA state is gone";
             session.warn("token", message, CuResult.NOT_INITIALIZED);
             return refused(r, message);

@@ -1,5 +1,6 @@
 package io.ivcuda.server.integrity;
 
+import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.server.core.RefusalLog;
 import java.nio.file.Files;
 import java.util.concurrent.ConcurrentHashMap;
@@ -44,8 +45,8 @@ public final class IntegrityOracles implements AutoCloseable {
         boolean present = Files.isExecutable(config.oracle());
         enabled = config.oracles() > 0 && present;
         if (config.oracles() > 0 && !present) {
-            LOG.warn("integrity.oracle {} is not an executable program: cudart's integrity check is asked of this "
-                    + "server's own driver (opcode 270), which runtime-API programs reject", config.oracle());
+            LOG.warn("{} {} is not an executable program: cudart's integrity check is asked of this server's own driver "
+                    + "(opcode 270), which runtime-API programs reject", ServerKeys.INTEGRITY_ORACLE.name(), config.oracle());
         }
         timer = !enabled ? null : Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "integrity-oracle-timer");
@@ -107,7 +108,7 @@ public final class IntegrityOracles implements AutoCloseable {
             }
             if (running.incrementAndGet() > config.oracles()) {
                 running.decrementAndGet();
-                e.failure = "integrity.oracles (" + config.oracles() + ") oracles run already";
+                e.failure = ServerKeys.INTEGRITY_ORACLES.name() + " (" + config.oracles() + ") oracles run already";
                 log(pid, e.failure);
                 return null;
             }

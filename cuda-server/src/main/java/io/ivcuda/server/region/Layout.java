@@ -1,5 +1,6 @@
 package io.ivcuda.server.region;
 
+import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.wire.ChannelFlyweight;
 
 /**
@@ -60,10 +61,10 @@ public record Layout(long regionSize, int channelCount, int channelStride, long 
      */
     public static Layout compute(long regionSize, int channelCount, int window) {
         if (regionSize < 1L << 20 || Long.bitCount(regionSize) != 1) {
-            throw new IllegalArgumentException("region.size: " + regionSize + " is not a power of two ≥ 1 MiB");
+            throw new IllegalArgumentException(ServerKeys.REGION_SIZE.name() + ": " + regionSize + " is not a power of two ≥ 1 MiB");
         }
         if (channelCount < 1 || channelCount > 4096) {
-            throw new IllegalArgumentException("channel.count: " + channelCount + " is not in 1..4096");
+            throw new IllegalArgumentException(ServerKeys.CHANNEL_COUNT.name() + ": " + channelCount + " is not in 1..4096");
         }
         int w = window;
         if (w == 0) {
@@ -75,13 +76,13 @@ public record Layout(long regionSize, int channelCount, int channelStride, long 
                 w = fit < MIN_WINDOW ? MIN_WINDOW : (int) Long.highestOneBit(fit);
             }
         } else if (w < MIN_WINDOW || w > MAX_WINDOW || w % (2 * PAGE) != 0) {
-            throw new IllegalArgumentException("channel.window: " + w + " is not a multiple of 8192 in 8 KiB..16 MiB");
+            throw new IllegalArgumentException(ServerKeys.CHANNEL_WINDOW.name() + ": " + w + " is not a multiple of 8192 in 8 KiB..16 MiB");
         }
         int stride = strideFor(w);
         long poolOffset = PAGE + (long) channelCount * stride;
         if (poolOffset > regionSize) {
-            throw new IllegalArgumentException("channel.count: " + channelCount + " channels of " + stride
-                    + " bytes do not fit in region.size " + regionSize);
+            throw new IllegalArgumentException(ServerKeys.CHANNEL_COUNT.name() + ": " + channelCount + " channels of " + stride
+                    + " bytes do not fit in " + ServerKeys.REGION_SIZE.name() + " " + regionSize);
         }
         // The pool starts on a 2 MiB boundary where the region leaves room: large pinned
         // buffers are then as aligned as the driver's own cuMemHostAlloc memory.

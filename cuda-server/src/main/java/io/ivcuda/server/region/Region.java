@@ -1,6 +1,7 @@
 package io.ivcuda.server.region;
 
 import com.sun.jna.LastErrorException;
+import io.ivcuda.common.config.ServerKeys;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.file.Files;
@@ -32,7 +33,7 @@ public final class Region implements AutoCloseable {
         if (Files.exists(path)) {
             long actual = Files.size(path);
             if (actual != size) {
-                throw new IOException("region " + path + " has " + actual + " bytes, configured region.size is " + size);
+                throw new IOException("region " + path + " has " + actual + " bytes, configured " + ServerKeys.REGION_SIZE.name() + " is " + size);
             }
         } else {
             try (RandomAccessFile f = new RandomAccessFile(path.toFile(), "rw")) {
