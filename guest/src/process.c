@@ -22,6 +22,7 @@
 #include "module.h"
 #include "pinned.h"
 #include "session.h"
+#include "vmm.h"
 
 /* Runs in the child, which has one thread: no lock can be held by anyone else, and each
  * reset replaces its locks with fresh ones. The order does not matter: the units share
@@ -36,6 +37,7 @@ static void forget_process(void)
     ivc_pinned_forget_process();
     ivc_module_forget_process();
     ivc_launch_forget_process();
+    ivc_vmm_forget_process();
 }
 
 __attribute__((constructor)) static void register_fork_handler(void)

@@ -1207,4 +1207,149 @@ public final class JnaCudaBackend implements CudaBackend {
         UnsafeApi.putLong(s(o, 0), value);
         return CudaDriverGraphs.cuDeviceSetGraphMemAttribute(device, attribute, s(o, 0));
     }
+
+    // ---- virtual memory and created pools (issue 12) ----
+
+    private static final class Vmm {
+        static final boolean LOADED;
+
+        static {
+            boolean loaded = false;
+            try {
+                Class.forName(CudaDriverVmm.class.getName(), true, CudaDriverVmm.class.getClassLoader());
+                loaded = true;
+            } catch (Throwable e) {
+                LOG.error("libcuda.so.1 lacks a virtual-memory function ({}): those calls answer "
+                        + "CUDA_ERROR_NOT_SUPPORTED", e.toString());
+            }
+            LOADED = loaded;
+        }
+    }
+
+    /** CUmemAllocationProp (32 bytes, cuda.h): type, requestedHandleTypes, location, win32 pointer, allocFlags. */
+    private static final int PROP_SIZE = 32;
+    private static final int CU_MEM_LOCATION_TYPE_DEVICE = 1;
+
+    /** Builds a device-located CUmemAllocationProp at scratch slot 4 (slots 4-7). */
+    private static long prop(Out o, int type, int handleTypes, int device, int allocFlags) {
+        long p = s(o, 4);
+        UnsafeApi.setMemory(p, PROP_SIZE, (byte) 0);
+        UnsafeApi.putInt(p, type);
+        UnsafeApi.putInt(p + 4, handleTypes);
+        UnsafeApi.putInt(p + 8, CU_MEM_LOCATION_TYPE_DEVICE);
+        UnsafeApi.putInt(p + 12, device);
+        UnsafeApi.putByte(p + 24, (byte) allocFlags);
+        UnsafeApi.putByte(p + 25, (byte) (allocFlags >>> 8));
+        UnsafeApi.putShort(p + 26, (short) (allocFlags >>> 16));
+        return p;
+    }
+
+    @Override
+    public int memGetAllocationGranularity(Out o, int type, int handleTypes, int device, int allocFlags, int option) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemGetAllocationGranularity(s(o, 0), prop(o, type, handleTypes, device, allocFlags), option);
+        o.bytes = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memAddressReserve(Out o, long size, long alignment, long addr, long flags) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemAddressReserve(s(o, 0), size, alignment, addr, flags);
+        o.address = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memAddressFree(long ptr, long size) {
+        return Vmm.LOADED ? CudaDriverVmm.cuMemAddressFree(ptr, size) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memCreate(Out o, long size, int type, int handleTypes, int device, int allocFlags, long flags) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemCreate(s(o, 0), size, prop(o, type, handleTypes, device, allocFlags), flags);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memRelease(long handle) {
+        return Vmm.LOADED ? CudaDriverVmm.cuMemRelease(handle) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memMap(long ptr, long size, long offset, long handle, long flags) {
+        return Vmm.LOADED ? CudaDriverVmm.cuMemMap(ptr, size, offset, handle, flags) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memUnmap(long ptr, long size) {
+        return Vmm.LOADED ? CudaDriverVmm.cuMemUnmap(ptr, size) : CuResult.NOT_SUPPORTED;
+    }
+
+    /** A CUmemAccessDesc (12 bytes: location type, location id, flags) in thread-local memory. */
+    private static final ThreadLocal<Long> ACCESS_DESC = ThreadLocal.withInitial(() -> UnsafeApi.allocateMemory(16));
+
+    @Override
+    public int memSetAccess(long ptr, long size, int device, int flags) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        long d = ACCESS_DESC.get();
+        UnsafeApi.putInt(d, CU_MEM_LOCATION_TYPE_DEVICE);
+        UnsafeApi.putInt(d + 4, device);
+        UnsafeApi.putInt(d + 8, flags);
+        return CudaDriverVmm.cuMemSetAccess(ptr, size, d, 1);
+    }
+
+    @Override
+    public int memGetAccess(Out o, int device, long ptr) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        long location = s(o, 1);
+        UnsafeApi.putInt(location, CU_MEM_LOCATION_TYPE_DEVICE);
+        UnsafeApi.putInt(location + 4, device);
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemGetAccess(s(o, 0), location, ptr);
+        o.value = (int) UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memGetAllocationProperties(Out o, long handle) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        long p = s(o, 4);
+        UnsafeApi.setMemory(p, PROP_SIZE, (byte) 0);
+        int r = CudaDriverVmm.cuMemGetAllocationPropertiesFromHandle(p, handle);
+        o.value = UnsafeApi.getInt(p);
+        o.offset = UnsafeApi.getInt(p + 4) & 0xffffffffL;
+        o.address = UnsafeApi.getInt(p + 8) == CU_MEM_LOCATION_TYPE_DEVICE ? UnsafeApi.getInt(p + 12) : -1;
+        o.bytes = (UnsafeApi.getByte(p + 24) & 0xff) | (UnsafeApi.getByte(p + 25) & 0xff) << 8
+                | (UnsafeApi.getShort(p + 26) & 0xffff) << 16;
+        return r;
+    }
+
+    @Override
+    public int memRetainAllocationHandle(Out o, long addr) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemRetainAllocationHandle(s(o, 0), addr);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
 }

@@ -7,10 +7,17 @@ public final class Owner {
     private final long token;
     private final DeviceRanges ranges = new DeviceRanges();
     private final AtomicInteger primaryRetains = new AtomicInteger();
+    private final VirtualMemory vmm;
     private volatile boolean closed;
 
     public Owner(long token) {
         this.token = token;
+        this.vmm = new VirtualMemory(token);
+    }
+
+    /** Its reserved ranges, physical allocations and mappings (api/vmm.api). */
+    public VirtualMemory vmm() {
+        return vmm;
     }
 
     public long token() {

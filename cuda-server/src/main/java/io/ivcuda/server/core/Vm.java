@@ -274,6 +274,8 @@ public final class Vm {
                 allocations++;
             }
         }
+        // virtual memory: unmapped, released and its ranges freed after the process's allocations
+        int vmmObjects = owner.vmm().reclaim(this);
         int blocks = pool.freeAllOf(token).size();
         // graphs before the streams and contexts they were captured on or live in
         graphs.reclaim(token, out);
@@ -323,7 +325,7 @@ public final class Vm {
         int a = allocations;
         refusals.log(LOG, org.apache.logging.log4j.Level.INFO, "reclaimed", () -> "reclaimed owner pid " + owner.pid()
                 + " (token " + Long.toHexString(token) + "): " + a + " allocations, " + blocks + " pool blocks, "
-                + entries.size() + " handles, " + retains + " primary retains");
+                + entries.size() + " handles, " + retains + " primary retains, " + vmmObjects + " virtual-memory objects");
     }
 
     /**
