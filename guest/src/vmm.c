@@ -8,7 +8,6 @@
  * Refused here, with the reason once on stderr: host locations (the guest's host is not
  * the server's), shareable handles (a host file descriptor or fabric handle of the
  * server's machine: it cannot cross the VM boundary), sparse array mapping. */
-#include <stdatomic.h>
 #include <string.h>
 
 #include "ivc_api.h"
@@ -25,18 +24,11 @@ void ivc_vmm_forget_process(void)
     ivc_range_map_forget(&mapped);
 }
 
-static void refused_once(atomic_int *logged, const char *function, const char *why)
+void ivc_refused_once(atomic_int *logged, const char *function, const char *why)
 {
     if (atomic_exchange(logged, 1) == 0)
         ivc_log("%s: %s (CUDA_ERROR_NOT_SUPPORTED)", function, why);
 }
-
-#define REFUSE(function, why)                                                                       \
-    do {                                                                                            \
-        static atomic_int logged_;                                                                  \
-        refused_once(&logged_, function, why);                                                      \
-        return CUDA_ERROR_NOT_SUPPORTED;                                                            \
-    } while (0)
 
 /* allocFlags as they travel: compressionType | gpuDirectRDMACapable << 8 | usage << 16 */
 static uint32_t packed_flags(const CUmemAllocationProp *prop)
@@ -54,7 +46,7 @@ IVC_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUm
     if (granularity == NULL || prop == NULL)
         return ivc_null_argument("cuMemGetAllocationGranularity", granularity == NULL ? "granularity" : "prop");
     if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-        REFUSE("cuMemGetAllocationGranularity", HOST_LOCATION);
+        IVC_REFUSE("cuMemGetAllocationGranularity", HOST_LOCATION);
     return ivc_vmm_granularity(granularity, prop->type, prop->requestedHandleTypes, prop->location.id,
                                packed_flags(prop), option);
 }
@@ -75,7 +67,7 @@ IVC_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
     if (handle == NULL || prop == NULL)
         return ivc_null_argument("cuMemCreate", handle == NULL ? "handle" : "prop");
     if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-        REFUSE("cuMemCreate", HOST_LOCATION);
+        IVC_REFUSE("cuMemCreate", HOST_LOCATION);
     return ivc_vmm_create(handle, size, prop->type, prop->requestedHandleTypes, prop->location.id, packed_flags(prop),
                           flags);
 }
@@ -110,24 +102,27 @@ IVC_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 }
 IVC_ALIASES_cuMemUnmap
 
-/* At most this many descriptors travel (the guest sees one device; the server says the same). */
-#define MAX_ACCESS_DESCS 8
+CUresult ivc_access_descs_to_wire(const char *function, const CUmemAccessDesc *descs, size_t count, int32_t *wire)
+{
+    if (descs == NULL)
+        return ivc_null_argument(function, "desc");
+    if (count == 0 || count > IVC_MAX_ACCESS_DESCS)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++) {
+        if (descs[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+            IVC_REFUSE(function, HOST_LOCATION);
+        wire[3 * i] = descs[i].location.type;
+        wire[3 * i + 1] = descs[i].location.id;
+        wire[3 * i + 2] = (int32_t)descs[i].flags;
+    }
+    return CUDA_SUCCESS;
+}
 
 IVC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
 {
-    if (desc == NULL)
-        return ivc_null_argument("cuMemSetAccess", "desc");
-    if (count == 0 || count > MAX_ACCESS_DESCS)
-        return CUDA_ERROR_INVALID_VALUE;
-    int32_t wire[MAX_ACCESS_DESCS * 3];
-    for (size_t i = 0; i < count; i++) {
-        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-            REFUSE("cuMemSetAccess", HOST_LOCATION);
-        wire[3 * i] = desc[i].location.type;
-        wire[3 * i + 1] = desc[i].location.id;
-        wire[3 * i + 2] = (int32_t)desc[i].flags;
-    }
-    return ivc_vmm_set_access(ptr, size, wire, count * 3 * sizeof(int32_t));
+    int32_t wire[IVC_MAX_ACCESS_DESCS * 3];
+    CUresult r = ivc_access_descs_to_wire("cuMemSetAccess", desc, count, wire);
+    return r != CUDA_SUCCESS ? r : ivc_vmm_set_access(ptr, size, wire, count * 3 * sizeof(int32_t));
 }
 IVC_ALIASES_cuMemSetAccess
 
@@ -136,7 +131,7 @@ IVC_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocatio
     if (flags == NULL || location == NULL)
         return ivc_null_argument("cuMemGetAccess", flags == NULL ? "flags" : "location");
     if (location->type != CU_MEM_LOCATION_TYPE_DEVICE)
-        REFUSE("cuMemGetAccess", HOST_LOCATION);
+        IVC_REFUSE("cuMemGetAccess", HOST_LOCATION);
     uint64_t value = 0;
     CUresult r = ivc_vmm_get_access(&value, location->id, ptr);
     if (r == CUDA_SUCCESS)
@@ -182,7 +177,7 @@ IVC_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGen
                                                  CUmemAllocationHandleType handleType, unsigned long long flags)
 {
     (void)shareableHandle, (void)handle, (void)handleType, (void)flags;
-    REFUSE("cuMemExportToShareableHandle", SHAREABLE);
+    IVC_REFUSE("cuMemExportToShareableHandle", SHAREABLE);
 }
 IVC_ALIASES_cuMemExportToShareableHandle
 
@@ -190,7 +185,7 @@ IVC_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle 
                                                    CUmemAllocationHandleType shHandleType)
 {
     (void)handle, (void)osHandle, (void)shHandleType;
-    REFUSE("cuMemImportFromShareableHandle", SHAREABLE);
+    IVC_REFUSE("cuMemImportFromShareableHandle", SHAREABLE);
 }
 IVC_ALIASES_cuMemImportFromShareableHandle
 
@@ -199,12 +194,12 @@ static const char SPARSE[] = "sparse and mipmapped array mapping is not remoted"
 IVC_EXPORT CUresult cuMemMapArrayAsync(void *mapInfoList, unsigned int count, CUstream hStream)
 {
     (void)mapInfoList, (void)count, (void)hStream;
-    REFUSE("cuMemMapArrayAsync", SPARSE);
+    IVC_REFUSE("cuMemMapArrayAsync", SPARSE);
 }
 IVC_ALIASES_cuMemMapArrayAsync
 
 IVC_EXPORT CUresult cuMemMapArrayAsync_ptsz(void *mapInfoList, unsigned int count, CUstream hStream)
 {
     (void)mapInfoList, (void)count, (void)hStream;
-    REFUSE("cuMemMapArrayAsync", SPARSE);
+    IVC_REFUSE("cuMemMapArrayAsync", SPARSE);
 }

@@ -3,7 +3,9 @@
  * cuMemCreate, cuMemMap, cuMemSetAccess, copies over the seam of two mappings (cuMemcpyHtoD,
  * cuMemcpy, cuMemsetD8), the properties, retain/release, the refusals (host locations,
  * shareable handles) and cuMemUnmap of two mappings in one call, through the guest library
- * against the host-memory server (a transport test: no GPU). Prints "vmm: ok" or the first
+ * against the host-memory server (a transport test: no GPU); and a created pool: attributes,
+ * allocations from it, the process's current pool (CUDA 11.2 and 13 names), destroy. Prints
+ * "vmm: ok" or the first
  * difference, and exits non-zero then. Built with the guest's own cuda.h.
  */
 #include <stdio.h>
@@ -27,6 +29,16 @@ CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void 
 CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle, int handleType,
                                       unsigned long long flags);
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props);
+CUresult cuMemPoolDestroy(CUmemoryPool pool);
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream s);
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream s);
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s);
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool);
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev);
+CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
 
 static int failures;
 
@@ -121,6 +133,38 @@ int main(void)
     expect(cuMemcpyDtoH(dst, seam, 16) != CUDA_SUCCESS, "no copy after the unmap");
     CK(cuMemAddressFree(va, 2 * g));
     expect(cuMemAddressFree(va, 2 * g) == CUDA_ERROR_INVALID_VALUE, "a reservation is freed once");
+
+    /* a created pool: the host-memory backend keeps its attributes, allocations are plain */
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemoryPool pool, current;
+    CK(cuMemPoolCreate(&pool, &props));
+    cuuint64_t threshold = 1 << 20, back = 0;
+    CK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold));
+    CK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &back));
+    expect(back == threshold, "the pool's release threshold read back");
+    CUdeviceptr p;
+    CK(cuMemAllocFromPoolAsync(&p, n, pool, NULL));
+    CK(cuMemcpyHtoD(p, src, n));
+    CK(cuMemcpyDtoH(dst, p, n));
+    expect(memcmp(src, dst, n) == 0, "a created pool's allocation round trip");
+    CK(cuMemFreeAsync(p, NULL));
+    CK(cuDeviceSetMemPool(dev, pool));
+    CK(cuDeviceGetMemPool(&current, dev));
+    expect(current == pool, "the created pool is current");
+    CUmemLocation here = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    CK(cuMemGetMemPool(&current, &here, CU_MEM_ALLOCATION_TYPE_PINNED));
+    expect(current == pool, "cuMemGetMemPool answers it too");
+    CK(cuMemAllocAsync(&p, 4096, NULL));
+    CK(cuMemFreeAsync(p, NULL));
+    here.type = CU_MEM_LOCATION_TYPE_HOST;
+    expect(cuMemGetMemPool(&current, &here, CU_MEM_ALLOCATION_TYPE_PINNED) == CUDA_ERROR_NOT_SUPPORTED,
+           "a host pool location refused");
+    CK(cuMemPoolDestroy(pool));
+    expect(cuMemPoolDestroy(pool) != CUDA_SUCCESS, "a pool is destroyed once");
+
     CK(cuCtxDestroy(ctx));
     free(src);
     free(dst);

@@ -643,4 +643,23 @@ public interface CudaBackend {
     default int memRetainAllocationHandle(Out out, long addr) {
         return CuResult.NOT_SUPPORTED;
     }
+
+    /** cuMemPoolCreate of pinned memory on a device location → handle */
+    default int memPoolCreate(Out out, int handleTypes, int device, long maxSize, int usage) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int memPoolDestroy(long pool) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemPoolSetAccess with one CUmemAccessDesc: a device location and its CUmemAccess_flags. */
+    default int memPoolSetAccess(long pool, int device, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemPoolGetAccess for a device location → value (CUmemAccess_flags) */
+    default int memPoolGetAccess(Out out, long pool, int device) {
+        return CuResult.NOT_SUPPORTED;
+    }
 }

@@ -4,7 +4,7 @@ import com.sun.jna.Native;
 import com.sun.jna.NativeLibrary;
 
 /**
- * The driver's virtual-memory functions (api/vmm.api), registered apart from {@link CudaDriver}
+ * The driver's virtual-memory and pool-creation functions (api/vmm.api), registered apart from {@link CudaDriver}
  * so that a host driver lacking one disables only these calls (they answer
  * CUDA_ERROR_NOT_SUPPORTED), never the server. Structs are native addresses the backend fills.
  */
@@ -27,4 +27,8 @@ final class CudaDriverVmm {
     static native int cuMemGetAccess(long pflags, long location, long ptr);
     static native int cuMemGetAllocationPropertiesFromHandle(long prop, long handle);
     static native int cuMemRetainAllocationHandle(long phandle, long addr);
+    static native int cuMemPoolCreate(long ppool, long props);
+    static native int cuMemPoolDestroy(long pool);
+    static native int cuMemPoolSetAccess(long pool, long map, long count);
+    static native int cuMemPoolGetAccess(long pflags, long pool, long location);
 }

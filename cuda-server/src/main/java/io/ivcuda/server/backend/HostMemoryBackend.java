@@ -514,7 +514,7 @@ public class HostMemoryBackend implements CudaBackend {
      */
     @Override
     public int memAllocAsync(Out o, long bytes, long pool, long stream) {
-        return pool == 0 ? memAlloc(o, bytes) : CuResult.NOT_SUPPORTED;
+        return pool == 0 || createdPool(pool) ? memAlloc(o, bytes) : CuResult.NOT_SUPPORTED;
     }
 
     @Override
@@ -856,6 +856,69 @@ public class HostMemoryBackend implements CudaBackend {
         long handle = e.getValue().handle();
         physical.get(handle).refs++;
         o.handle = handle;
+        return CuResult.SUCCESS;
+    }
+
+    /**
+     * Created pools: a pool here is its attributes 1-4 (the reuse policies and the release
+     * threshold, set and read back); allocations from it are plain allocations (no stream runs
+     * asynchronously here). The counters (5-8) are not kept: CUDA_ERROR_NOT_SUPPORTED.
+     */
+    private final Map<Long, long[]> createdPools = new java.util.concurrent.ConcurrentHashMap<>();
+
+    private boolean createdPool(long pool) {
+        return createdPools.containsKey(pool);
+    }
+
+    @Override
+    public int memPoolCreate(Out o, int handleTypes, int device, long maxSize, int usage) {
+        if (device != 0) {
+            return CuResult.INVALID_DEVICE;
+        }
+        long pool = nextObject.getAndIncrement();
+        // CUmemPool_attribute 1-4 as the driver starts them: the reuse policies on, threshold 0
+        createdPools.put(pool, new long[] {0, 1, 1, 1, 0});
+        o.handle = pool;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int memPoolDestroy(long pool) {
+        return createdPools.remove(pool) != null ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
+    }
+
+    @Override
+    public int memPoolSetAttribute(long pool, int attribute, long value) {
+        long[] attributes = createdPools.get(pool);
+        if (attributes == null || attribute < 1 || attribute > 4) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        attributes[attribute] = attribute < 4 ? (value != 0 ? 1 : 0) : value;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int memPoolGetAttribute(Out o, long pool, int attribute) {
+        long[] attributes = createdPools.get(pool);
+        if (attributes == null || attribute < 1 || attribute > 4) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        o.bytes = attributes[attribute];
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int memPoolSetAccess(long pool, int device, int flags) {
+        // the pool's own device always has read-write access, as the driver has it
+        return createdPool(pool) && device == 0 && flags == 3 ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
+    }
+
+    @Override
+    public int memPoolGetAccess(Out o, long pool, int device) {
+        if (!createdPool(pool) || device != 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        o.value = 3;
         return CuResult.SUCCESS;
     }
 }

@@ -1236,8 +1236,7 @@ public final class JnaCudaBackend implements CudaBackend {
         UnsafeApi.setMemory(p, PROP_SIZE, (byte) 0);
         UnsafeApi.putInt(p, type);
         UnsafeApi.putInt(p + 4, handleTypes);
-        UnsafeApi.putInt(p + 8, CU_MEM_LOCATION_TYPE_DEVICE);
-        UnsafeApi.putInt(p + 12, device);
+        deviceLocation(p + 8, device);
         UnsafeApi.putByte(p + 24, (byte) allocFlags);
         UnsafeApi.putByte(p + 25, (byte) (allocFlags >>> 8));
         UnsafeApi.putShort(p + 26, (short) (allocFlags >>> 16));
@@ -1300,16 +1299,23 @@ public final class JnaCudaBackend implements CudaBackend {
     /** A CUmemAccessDesc (12 bytes: location type, location id, flags) in thread-local memory. */
     private static final ThreadLocal<Long> ACCESS_DESC = ThreadLocal.withInitial(() -> UnsafeApi.allocateMemory(16));
 
+    /** One CUmemAccessDesc for {@code device} (thread-local memory): its location, then the flags. */
+    private static long accessDesc(int device, int flags) {
+        long d = deviceLocation(ACCESS_DESC.get(), device);
+        UnsafeApi.putInt(d + 8, flags);
+        return d;
+    }
+
+    /** A CUmemLocation of {@code device} written at {@code at}. */
+    private static long deviceLocation(long at, int device) {
+        UnsafeApi.putInt(at, CU_MEM_LOCATION_TYPE_DEVICE);
+        UnsafeApi.putInt(at + 4, device);
+        return at;
+    }
+
     @Override
     public int memSetAccess(long ptr, long size, int device, int flags) {
-        if (!Vmm.LOADED) {
-            return CuResult.NOT_SUPPORTED;
-        }
-        long d = ACCESS_DESC.get();
-        UnsafeApi.putInt(d, CU_MEM_LOCATION_TYPE_DEVICE);
-        UnsafeApi.putInt(d + 4, device);
-        UnsafeApi.putInt(d + 8, flags);
-        return CudaDriverVmm.cuMemSetAccess(ptr, size, d, 1);
+        return Vmm.LOADED ? CudaDriverVmm.cuMemSetAccess(ptr, size, accessDesc(device, flags), 1) : CuResult.NOT_SUPPORTED;
     }
 
     @Override
@@ -1317,11 +1323,8 @@ public final class JnaCudaBackend implements CudaBackend {
         if (!Vmm.LOADED) {
             return CuResult.NOT_SUPPORTED;
         }
-        long location = s(o, 1);
-        UnsafeApi.putInt(location, CU_MEM_LOCATION_TYPE_DEVICE);
-        UnsafeApi.putInt(location + 4, device);
         UnsafeApi.putLong(s(o, 0), 0);
-        int r = CudaDriverVmm.cuMemGetAccess(s(o, 0), location, ptr);
+        int r = CudaDriverVmm.cuMemGetAccess(s(o, 0), deviceLocation(s(o, 1), device), ptr);
         o.value = (int) UnsafeApi.getLong(s(o, 0));
         return r;
     }
@@ -1350,6 +1353,48 @@ public final class JnaCudaBackend implements CudaBackend {
         UnsafeApi.putLong(s(o, 0), 0);
         int r = CudaDriverVmm.cuMemRetainAllocationHandle(s(o, 0), addr);
         o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    /** CUmemPoolProps (88 bytes, cuda.h): allocType, handleTypes, location, win32 pointer, maxSize, usage, reserved. */
+    private static final int POOL_PROPS_SIZE = 88;
+
+    @Override
+    public int memPoolCreate(Out o, int handleTypes, int device, long maxSize, int usage) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        long p = s(o, 4);
+        UnsafeApi.setMemory(p, POOL_PROPS_SIZE, (byte) 0);
+        UnsafeApi.putInt(p, 1); // CU_MEM_ALLOCATION_TYPE_PINNED
+        UnsafeApi.putInt(p + 4, handleTypes);
+        deviceLocation(p + 8, device);
+        UnsafeApi.putLong(p + 24, maxSize);
+        UnsafeApi.putShort(p + 32, (short) usage);
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemPoolCreate(s(o, 0), p);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memPoolDestroy(long pool) {
+        return Vmm.LOADED ? CudaDriverVmm.cuMemPoolDestroy(pool) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memPoolSetAccess(long pool, int device, int flags) {
+        return Vmm.LOADED ? CudaDriverVmm.cuMemPoolSetAccess(pool, accessDesc(device, flags), 1) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memPoolGetAccess(Out o, long pool, int device) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putInt(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemPoolGetAccess(s(o, 0), pool, deviceLocation(s(o, 1), device));
+        o.value = UnsafeApi.getInt(s(o, 0));
         return r;
     }
 }

@@ -2,6 +2,7 @@ package io.ivcuda.server.core;
 
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /** Per-process state of one owner token (docs/protocol.md §3): what reclaim must free. */
 public final class Owner {
@@ -9,12 +10,19 @@ public final class Owner {
     private final DeviceRanges ranges = new DeviceRanges();
     private final AtomicInteger primaryRetains = new AtomicInteger();
     private final VirtualMemory vmm;
+    /** The handle id of the pool cuDeviceSetMemPool made current for this process; 0: the device's. */
+    private final AtomicLong currentPool = new AtomicLong();
     private volatile boolean closed;
     private final AtomicBoolean reclaimed = new AtomicBoolean();
 
     public Owner(long token) {
         this.token = token;
         this.vmm = new VirtualMemory(token);
+    }
+
+    /** The process's current pool (a created pool's handle id), 0 for the device's own (api/vmm.api). */
+    public AtomicLong currentPool() {
+        return currentPool;
     }
 
     /** Its reserved ranges, physical allocations and mappings (api/vmm.api). */

@@ -300,7 +300,8 @@ public final class Vm {
         // graphs before the streams and contexts they were captured on or live in
         graphs.reclaim(token, out);
         List<HandleTable.Entry> entries = handles.ownedBy(token);
-        // memory pools (HandleKinds.MEMPOOL) are the driver's: their handles are only forgotten
+        // the driver's memory pools (HandleKinds.MEMPOOL, extra 0) are only forgotten; created ones
+        // (extra 1, api/vmm.api) are destroyed, after the allocations made from them
         int[] order = {HandleKinds.MEMPOOL, HandleTable.KIND_FUNCTION, HandleTable.KIND_EVENT, HandleTable.KIND_STREAM,
             HandleTable.KIND_MODULE, HandleTable.KIND_LIBRARY, HandleTable.KIND_LINK, HandleTable.KIND_CTX};
         for (int kind : order) {
@@ -310,6 +311,11 @@ public final class Vm {
                     continue;
                 }
                 switch (kind) {
+                    case HandleKinds.MEMPOOL -> {
+                        if (e.extra() != 0) {
+                            backend.memPoolDestroy(e.nativeValue());
+                        }
+                    }
                     case HandleTable.KIND_EVENT -> withContext(e.extra(), out, () -> backend.eventDestroy(e.nativeValue()));
                     case HandleTable.KIND_STREAM -> withContext(e.extra(), out, () -> backend.streamDestroy(e.nativeValue()));
                     case HandleTable.KIND_MODULE -> {

@@ -4,7 +4,6 @@ import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.core.VirtualMemory;
 import io.ivcuda.server.gen.Reply;
 import io.ivcuda.server.gen.VmmCalls;
-import java.nio.ByteOrder;
 import org.agrona.DirectBuffer;
 
 /**
@@ -15,13 +14,8 @@ import org.agrona.DirectBuffer;
 final class VmmHandler implements VmmCalls {
     /** CUmemAllocationType: only pinned device memory is remoted (managed memory is refused). */
     private static final int CU_MEM_ALLOCATION_TYPE_PINNED = 1;
-    private static final int CU_MEM_LOCATION_TYPE_DEVICE = 1;
     /** CUmemAllocationHandleType bits: POSIX fd, Win32, Win32 KMT, fabric. */
     private static final int KNOWN_HANDLE_TYPES = 0xf;
-    /** A CUmemAccessDesc on the wire: location type, location id, flags. */
-    static final int ACCESS_DESC_BYTES = 12;
-    /** At most this many descriptors in one cuMemSetAccess (the guest sees one device). */
-    static final int MAX_ACCESS_DESCS = 8;
 
     private final Session session;
     private final VirtualMemory.Refusal refusal;
@@ -102,38 +96,12 @@ final class VmmHandler implements VmmCalls {
         return vmm().unmap(session.vm, ptr, size, refusal);
     }
 
-    /**
-     * Each descriptor is read once from the request and checked (a device location, the guest's
-     * device 0; flags none, read or read-write) before any is applied.
-     */
+    /** The descriptors are read once and checked before any is applied ({@link AccessDescs}). */
     @Override
     public int ivc_vmm_set_access(Reply r, DirectBuffer in, long ptr, long size, int descsIndex, int descsLength,
                                   long descsSize) {
-        if (descsLength == 0 || descsLength % ACCESS_DESC_BYTES != 0 || descsLength / ACCESS_DESC_BYTES > MAX_ACCESS_DESCS) {
-            return session.refuse("descs", descsLength + " bytes (1 to " + MAX_ACCESS_DESCS + " descriptors of "
-                    + ACCESS_DESC_BYTES + ")", CuResult.INVALID_VALUE);
-        }
-        int count = descsLength / ACCESS_DESC_BYTES;
-        int[] flags = new int[count];
-        for (int i = 0; i < count; i++) {
-            int at = descsIndex + i * ACCESS_DESC_BYTES;
-            int locationType = in.getInt(at, ByteOrder.LITTLE_ENDIAN);
-            int locationId = in.getInt(at + 4, ByteOrder.LITTLE_ENDIAN);
-            flags[i] = in.getInt(at + 8, ByteOrder.LITTLE_ENDIAN);
-            if (locationType != CU_MEM_LOCATION_TYPE_DEVICE || session.device(locationId) == Session.NO_DEVICE) {
-                return session.refuse("descs", "descriptor " + i + ": location " + locationType + "/" + locationId
-                        + " is not the device", locationType == CU_MEM_LOCATION_TYPE_DEVICE
-                        ? CuResult.INVALID_DEVICE : CuResult.NOT_SUPPORTED);
-            }
-            if (flags[i] != 0 && flags[i] != 1 && flags[i] != 3) {
-                return session.refuse("descs", "descriptor " + i + ": flags " + flags[i], CuResult.INVALID_VALUE);
-            }
-        }
-        int result = CuResult.SUCCESS;
-        for (int i = 0; i < count && result == CuResult.SUCCESS; i++) {
-            result = vmm().setAccess(session.vm, ptr, size, session.vm.nativeDevice(), flags[i], refusal);
-        }
-        return result;
+        return AccessDescs.apply(session, in, descsIndex, descsLength,
+                flags -> vmm().setAccess(session.vm, ptr, size, session.vm.nativeDevice(), flags, refusal));
     }
 
     @Override
