@@ -12,6 +12,7 @@ public final class Owner {
     private final VirtualMemory vmm;
     /** The handle id of the pool cuDeviceSetMemPool made current for this process; 0: the device's. */
     private final AtomicLong currentPool = new AtomicLong();
+    private final DeviceOutput output = new DeviceOutput();
     private volatile boolean closed;
     private final AtomicBoolean reclaimed = new AtomicBoolean();
 
@@ -44,6 +45,11 @@ public final class Owner {
 
     public AtomicInteger primaryRetains() {
         return primaryRetains;
+    }
+
+    /** What the driver printed for this process's kernels, waiting for it (docs/kernels.md). */
+    public DeviceOutput output() {
+        return output;
     }
 
     public boolean closed() {
