@@ -12,6 +12,7 @@ public final class Owner {
     private final VirtualMemory vmm;
     /** The handle id of the pool cuDeviceSetMemPool made current for this process; 0: the device's. */
     private final AtomicLong currentPool = new AtomicLong();
+    private final CallMetrics metrics = CallMetrics.totals();
     private final DeviceOutput output = new DeviceOutput();
     private volatile boolean closed;
     private final AtomicBoolean reclaimed = new AtomicBoolean();
@@ -41,6 +42,11 @@ public final class Owner {
 
     public DeviceRanges ranges() {
         return ranges;
+    }
+
+    /** This process's calls, copies, launches and time (status and metrics). */
+    public CallMetrics metrics() {
+        return metrics;
     }
 
     public AtomicInteger primaryRetains() {
