@@ -25,6 +25,7 @@
 #include "pinned.h"
 #include "primary_state.h"
 #include "session.h"
+#include "vmm.h"
 
 /* Runs in the child, which has one thread: no lock can be held by anyone else, and each
  * reset replaces its locks with fresh ones. The order does not matter: the units share
@@ -39,6 +40,7 @@ static void forget_process(void)
     ivc_pinned_forget_process();
     ivc_module_forget_process();
     ivc_launch_forget_process();
+    ivc_vmm_forget_process();
     ivc_staged_forget_process();
     ivc_current_context_changed_anywhere();
     ivc_primary_state_changed();

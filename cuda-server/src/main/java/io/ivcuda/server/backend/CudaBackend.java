@@ -631,4 +631,83 @@ public interface CudaBackend {
                                         int size) {
         return CuResult.NOT_SUPPORTED;
     }
+
+    // ---- virtual memory and created pools (issue 12) ----
+    // api/vmm.api, docs/memory.md. A CUmemAllocationProp travels as its scalar fields: type,
+    // requestedHandleTypes, the (native) device of a device location, allocFlags packed as
+    // compressionType | gpuDirectRDMACapable << 8 | usage << 16. Defaults answer
+    // CUDA_ERROR_NOT_SUPPORTED.
+
+    /** cuMemGetAllocationGranularity → bytes */
+    default int memGetAllocationGranularity(Out out, int type, int handleTypes, int device, int allocFlags, int option) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemAddressReserve → address */
+    default int memAddressReserve(Out out, long size, long alignment, long addr, long flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int memAddressFree(long ptr, long size) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemCreate on a device location → handle */
+    default int memCreate(Out out, long size, int type, int handleTypes, int device, int allocFlags, long flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int memRelease(long handle) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int memMap(long ptr, long size, long offset, long handle, long flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int memUnmap(long ptr, long size) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemSetAccess with one CUmemAccessDesc: a device location and its CUmemAccess_flags. */
+    default int memSetAccess(long ptr, long size, int device, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemGetAccess for a device location → value (CUmemAccess_flags) */
+    default int memGetAccess(Out out, int device, long ptr) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /**
+     * cuMemGetAllocationPropertiesFromHandle → value (type), offset (requestedHandleTypes), address
+     * (the location's native device, -1 if the location is not a device), bytes (allocFlags, packed).
+     */
+    default int memGetAllocationProperties(Out out, long handle) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemRetainAllocationHandle → handle */
+    default int memRetainAllocationHandle(Out out, long addr) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemPoolCreate of pinned memory on a device location → handle */
+    default int memPoolCreate(Out out, int handleTypes, int device, long maxSize, int usage) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int memPoolDestroy(long pool) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemPoolSetAccess with one CUmemAccessDesc: a device location and its CUmemAccess_flags. */
+    default int memPoolSetAccess(long pool, int device, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemPoolGetAccess for a device location → value (CUmemAccess_flags) */
+    default int memPoolGetAccess(Out out, long pool, int device) {
+        return CuResult.NOT_SUPPORTED;
+    }
 }

@@ -50,7 +50,7 @@ public class HostMemoryBackend implements CudaBackend {
     private synchronized long translate(long address, long bytes) {
         Map.Entry<Long, Block> e = blocks.floorEntry(address);
         if (e == null || bytes < 0 || address - e.getKey() + bytes > e.getValue().size()) {
-            return 0;
+            return translateMapped(address, bytes);
         }
         return e.getValue().hostAddress() + (address - e.getKey());
     }
@@ -517,7 +517,7 @@ public class HostMemoryBackend implements CudaBackend {
      */
     @Override
     public int memAllocAsync(Out o, long bytes, long pool, long stream) {
-        return pool == 0 ? memAlloc(o, bytes) : CuResult.NOT_SUPPORTED;
+        return pool == 0 || createdPool(pool) ? memAlloc(o, bytes) : CuResult.NOT_SUPPORTED;
     }
 
     @Override
@@ -636,6 +636,292 @@ public class HostMemoryBackend implements CudaBackend {
     @Override
     public int streamIsCapturing(Out o, long stream) {
         o.value = 0;
+        return CuResult.SUCCESS;
+    }
+
+    // ---- virtual memory and created pools (issue 12) ----
+    // A transport test of the VMM calls, no GPU: a reservation is a range of fake addresses
+    // (bookkeeping only), cuMemCreate allocates host bytes (counted in this device's memory), and
+    // a mapping makes part of a reservation stand for part of those bytes, so that copies and
+    // memsets on it reach them. Access flags are recorded and answered; nothing enforces them.
+
+    /** This backend's allocation granularity (its own choice: the bookkeeping needs one). */
+    static final long VMM_GRANULARITY = 2L << 20;
+    private static final long VA_BASE = 0x20_0000_0000L;
+
+    private static final class Physical {
+        final long host;
+        final long size;
+        final int handleTypes;
+        final int allocFlags;
+        int refs = 1;
+        int mappings;
+
+        Physical(long host, long size, int handleTypes, int allocFlags) {
+            this.host = host;
+            this.size = size;
+            this.handleTypes = handleTypes;
+            this.allocFlags = allocFlags;
+        }
+    }
+
+    private record Mapping(long size, long handle, long offset, int[] access) {
+    }
+
+    private final TreeMap<Long, Long> reservations = new TreeMap<>();
+    private final Map<Long, Physical> physical = new java.util.HashMap<>();
+    private final TreeMap<Long, Mapping> mapped = new TreeMap<>();
+    private long nextVa = VA_BASE;
+
+    /**
+     * The host address of [address, address+bytes) if it lies in mappings whose host bytes follow
+     * each other (one mapping, or adjacent pieces of one allocation), else 0 (lock held).
+     */
+    private long translateMapped(long address, long bytes) {
+        Map.Entry<Long, Mapping> e = mapped.floorEntry(address);
+        if (e == null || bytes < 0 || address - e.getKey() >= e.getValue().size()) {
+            return 0;
+        }
+        Mapping m = e.getValue();
+        long host = physical.get(m.handle()).host + m.offset() + (address - e.getKey());
+        long end = address + bytes;
+        long va = e.getKey();
+        while (va + m.size() < end) {
+            Mapping next = mapped.get(va + m.size());
+            if (next == null || next.handle() != m.handle() || next.offset() != m.offset() + m.size()) {
+                return 0;
+            }
+            va += m.size();
+            m = next;
+        }
+        return host;
+    }
+
+    private static boolean deviceProp(int type, int device) {
+        return type == 1 && device == 0;
+    }
+
+    @Override
+    public int memGetAllocationGranularity(Out o, int type, int handleTypes, int device, int allocFlags, int option) {
+        if (!deviceProp(type, device) || option < 0 || option > 1) {
+            return CuResult.INVALID_VALUE;
+        }
+        o.bytes = VMM_GRANULARITY;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public synchronized int memAddressReserve(Out o, long size, long alignment, long addr, long flags) {
+        if (size <= 0 || size % VMM_GRANULARITY != 0 || flags != 0 || alignment < 0 || Long.bitCount(alignment) > 1
+                || size > (1L << 40)) {
+            return CuResult.INVALID_VALUE;
+        }
+        long align = Math.max(alignment, VMM_GRANULARITY);
+        long base = (nextVa + align - 1) & -align;
+        nextVa = base + size;
+        reservations.put(base, size);
+        o.address = base;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public synchronized int memAddressFree(long ptr, long size) {
+        Long reserved = reservations.get(ptr);
+        if (reserved == null || reserved != size) {
+            return CuResult.INVALID_VALUE;
+        }
+        Map.Entry<Long, Mapping> inside = mapped.ceilingEntry(ptr);
+        if (inside != null && inside.getKey() < ptr + size) {
+            return CuResult.INVALID_VALUE;
+        }
+        reservations.remove(ptr);
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public synchronized int memCreate(Out o, long size, int type, int handleTypes, int device, int allocFlags,
+                                      long flags) {
+        if (!deviceProp(type, device) || size <= 0 || size % VMM_GRANULARITY != 0 || flags != 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        if (size > TOTAL - used) {
+            return CuResult.OUT_OF_MEMORY;
+        }
+        long host = UnsafeApi.allocateMemory(size);
+        used += size;
+        long handle = nextObject.getAndIncrement();
+        physical.put(handle, new Physical(host, size, handleTypes, allocFlags));
+        o.handle = handle;
+        return CuResult.SUCCESS;
+    }
+
+    /** Frees a physical allocation once it is neither held nor mapped (lock held). */
+    private void freeIfUnused(long handle, Physical p) {
+        if (p.refs == 0 && p.mappings == 0) {
+            physical.remove(handle);
+            UnsafeApi.freeMemory(p.host);
+            used -= p.size;
+        }
+    }
+
+    @Override
+    public synchronized int memRelease(long handle) {
+        Physical p = physical.get(handle);
+        if (p == null || p.refs == 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        p.refs--;
+        freeIfUnused(handle, p);
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public synchronized int memMap(long ptr, long size, long offset, long handle, long flags) {
+        Physical p = physical.get(handle);
+        Map.Entry<Long, Long> r = reservations.floorEntry(ptr);
+        if (p == null || p.refs == 0 || r == null || flags != 0 || size <= 0 || offset < 0
+                || ptr % VMM_GRANULARITY != 0 || size % VMM_GRANULARITY != 0 || offset % VMM_GRANULARITY != 0
+                || offset > p.size || size > p.size - offset
+                || ptr - r.getKey() > r.getValue() || size > r.getValue() - (ptr - r.getKey())) {
+            return CuResult.INVALID_VALUE;
+        }
+        Map.Entry<Long, Mapping> below = mapped.floorEntry(ptr + size - 1);
+        if (below != null && below.getKey() + below.getValue().size() > ptr) {
+            return CuResult.INVALID_VALUE;
+        }
+        mapped.put(ptr, new Mapping(size, handle, offset, new int[1]));
+        p.mappings++;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public synchronized int memUnmap(long ptr, long size) {
+        Mapping m = mapped.get(ptr);
+        if (m == null || m.size() != size) {
+            return CuResult.INVALID_VALUE;
+        }
+        mapped.remove(ptr);
+        Physical p = physical.get(m.handle());
+        p.mappings--;
+        freeIfUnused(m.handle(), p);
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public synchronized int memSetAccess(long ptr, long size, int device, int flags) {
+        if (device != 0 || (flags != 0 && flags != 1 && flags != 3) || size <= 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        // every byte of [ptr, ptr+size) must be mapped
+        long at = ptr;
+        while (at < ptr + size) {
+            Map.Entry<Long, Mapping> e = mapped.floorEntry(at);
+            if (e == null || e.getKey() + e.getValue().size() <= at) {
+                return CuResult.INVALID_VALUE;
+            }
+            at = e.getKey() + e.getValue().size();
+        }
+        for (Mapping m : mapped.subMap(mapped.floorKey(ptr), true, ptr + size, false).values()) {
+            m.access()[0] = flags;
+        }
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public synchronized int memGetAccess(Out o, int device, long ptr) {
+        Map.Entry<Long, Mapping> e = mapped.floorEntry(ptr);
+        if (device != 0 || e == null || e.getKey() + e.getValue().size() <= ptr) {
+            return CuResult.INVALID_VALUE;
+        }
+        o.value = e.getValue().access()[0];
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public synchronized int memGetAllocationProperties(Out o, long handle) {
+        Physical p = physical.get(handle);
+        if (p == null || p.refs == 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        o.value = 1;
+        o.offset = p.handleTypes & 0xffffffffL;
+        o.address = 0;
+        o.bytes = p.allocFlags;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public synchronized int memRetainAllocationHandle(Out o, long addr) {
+        Map.Entry<Long, Mapping> e = mapped.floorEntry(addr);
+        if (e == null || e.getKey() + e.getValue().size() <= addr) {
+            return CuResult.INVALID_VALUE;
+        }
+        long handle = e.getValue().handle();
+        physical.get(handle).refs++;
+        o.handle = handle;
+        return CuResult.SUCCESS;
+    }
+
+    /**
+     * Created pools: a pool here is its attributes 1-4 (the reuse policies and the release
+     * threshold, set and read back); allocations from it are plain allocations (no stream runs
+     * asynchronously here). The counters (5-8) are not kept: CUDA_ERROR_NOT_SUPPORTED.
+     */
+    private final Map<Long, long[]> createdPools = new java.util.concurrent.ConcurrentHashMap<>();
+
+    private boolean createdPool(long pool) {
+        return createdPools.containsKey(pool);
+    }
+
+    @Override
+    public int memPoolCreate(Out o, int handleTypes, int device, long maxSize, int usage) {
+        if (device != 0) {
+            return CuResult.INVALID_DEVICE;
+        }
+        long pool = nextObject.getAndIncrement();
+        // CUmemPool_attribute 1-4 as the driver starts them: the reuse policies on, threshold 0
+        createdPools.put(pool, new long[] {0, 1, 1, 1, 0});
+        o.handle = pool;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int memPoolDestroy(long pool) {
+        return createdPools.remove(pool) != null ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
+    }
+
+    @Override
+    public int memPoolSetAttribute(long pool, int attribute, long value) {
+        long[] attributes = createdPools.get(pool);
+        if (attributes == null || attribute < 1 || attribute > 4) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        attributes[attribute] = attribute < 4 ? (value != 0 ? 1 : 0) : value;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int memPoolGetAttribute(Out o, long pool, int attribute) {
+        long[] attributes = createdPools.get(pool);
+        if (attributes == null || attribute < 1 || attribute > 4) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        o.bytes = attributes[attribute];
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int memPoolSetAccess(long pool, int device, int flags) {
+        // the pool's own device always has read-write access, as the driver has it
+        return createdPool(pool) && device == 0 && flags == 3 ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
+    }
+
+    @Override
+    public int memPoolGetAccess(Out o, long pool, int device) {
+        if (!createdPool(pool) || device != 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        o.value = 3;
         return CuResult.SUCCESS;
     }
 }

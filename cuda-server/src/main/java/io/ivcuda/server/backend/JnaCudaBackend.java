@@ -1363,4 +1363,194 @@ public final class JnaCudaBackend implements CudaBackend {
         o.address = r == CuResult.SUCCESS ? UnsafeApi.getLong(p + 32) : 0;
         return r;
     }
+
+    // ---- virtual memory and created pools (issue 12) ----
+
+    private static final class Vmm {
+        static final boolean LOADED;
+
+        static {
+            boolean loaded = false;
+            try {
+                Class.forName(CudaDriverVmm.class.getName(), true, CudaDriverVmm.class.getClassLoader());
+                loaded = true;
+            } catch (Throwable e) {
+                LOG.error("libcuda.so.1 lacks a virtual-memory function ({}): those calls answer "
+                        + "CUDA_ERROR_NOT_SUPPORTED", e.toString());
+            }
+            LOADED = loaded;
+        }
+    }
+
+    /** CUmemAllocationProp (32 bytes, cuda.h): type, requestedHandleTypes, location, win32 pointer, allocFlags. */
+    private static final int PROP_SIZE = 32;
+    private static final int CU_MEM_LOCATION_TYPE_DEVICE = 1;
+
+    /** Builds a device-located CUmemAllocationProp at scratch slot 4 (slots 4-7). */
+    private static long prop(Out o, int type, int handleTypes, int device, int allocFlags) {
+        long p = s(o, 4);
+        UnsafeApi.setMemory(p, PROP_SIZE, (byte) 0);
+        UnsafeApi.putInt(p, type);
+        UnsafeApi.putInt(p + 4, handleTypes);
+        deviceLocation(p + 8, device);
+        UnsafeApi.putByte(p + 24, (byte) allocFlags);
+        UnsafeApi.putByte(p + 25, (byte) (allocFlags >>> 8));
+        UnsafeApi.putShort(p + 26, (short) (allocFlags >>> 16));
+        return p;
+    }
+
+    @Override
+    public int memGetAllocationGranularity(Out o, int type, int handleTypes, int device, int allocFlags, int option) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemGetAllocationGranularity(s(o, 0), prop(o, type, handleTypes, device, allocFlags), option);
+        o.bytes = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memAddressReserve(Out o, long size, long alignment, long addr, long flags) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemAddressReserve(s(o, 0), size, alignment, addr, flags);
+        o.address = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memAddressFree(long ptr, long size) {
+        return Vmm.LOADED ? CudaDriverVmm.cuMemAddressFree(ptr, size) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memCreate(Out o, long size, int type, int handleTypes, int device, int allocFlags, long flags) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemCreate(s(o, 0), size, prop(o, type, handleTypes, device, allocFlags), flags);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memRelease(long handle) {
+        return Vmm.LOADED ? CudaDriverVmm.cuMemRelease(handle) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memMap(long ptr, long size, long offset, long handle, long flags) {
+        return Vmm.LOADED ? CudaDriverVmm.cuMemMap(ptr, size, offset, handle, flags) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memUnmap(long ptr, long size) {
+        return Vmm.LOADED ? CudaDriverVmm.cuMemUnmap(ptr, size) : CuResult.NOT_SUPPORTED;
+    }
+
+    /** A CUmemAccessDesc (12 bytes: location type, location id, flags) in thread-local memory. */
+    private static final ThreadLocal<Long> ACCESS_DESC = ThreadLocal.withInitial(() -> UnsafeApi.allocateMemory(16));
+
+    /** One CUmemAccessDesc for {@code device} (thread-local memory): its location, then the flags. */
+    private static long accessDesc(int device, int flags) {
+        long d = deviceLocation(ACCESS_DESC.get(), device);
+        UnsafeApi.putInt(d + 8, flags);
+        return d;
+    }
+
+    /** A CUmemLocation of {@code device} written at {@code at}. */
+    private static long deviceLocation(long at, int device) {
+        UnsafeApi.putInt(at, CU_MEM_LOCATION_TYPE_DEVICE);
+        UnsafeApi.putInt(at + 4, device);
+        return at;
+    }
+
+    @Override
+    public int memSetAccess(long ptr, long size, int device, int flags) {
+        return Vmm.LOADED ? CudaDriverVmm.cuMemSetAccess(ptr, size, accessDesc(device, flags), 1) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memGetAccess(Out o, int device, long ptr) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemGetAccess(s(o, 0), deviceLocation(s(o, 1), device), ptr);
+        o.value = (int) UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memGetAllocationProperties(Out o, long handle) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        long p = s(o, 4);
+        UnsafeApi.setMemory(p, PROP_SIZE, (byte) 0);
+        int r = CudaDriverVmm.cuMemGetAllocationPropertiesFromHandle(p, handle);
+        o.value = UnsafeApi.getInt(p);
+        o.offset = UnsafeApi.getInt(p + 4) & 0xffffffffL;
+        o.address = UnsafeApi.getInt(p + 8) == CU_MEM_LOCATION_TYPE_DEVICE ? UnsafeApi.getInt(p + 12) : -1;
+        o.bytes = (UnsafeApi.getByte(p + 24) & 0xff) | (UnsafeApi.getByte(p + 25) & 0xff) << 8
+                | (UnsafeApi.getShort(p + 26) & 0xffff) << 16;
+        return r;
+    }
+
+    @Override
+    public int memRetainAllocationHandle(Out o, long addr) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemRetainAllocationHandle(s(o, 0), addr);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    /** CUmemPoolProps (88 bytes, cuda.h): allocType, handleTypes, location, win32 pointer, maxSize, usage, reserved. */
+    private static final int POOL_PROPS_SIZE = 88;
+
+    @Override
+    public int memPoolCreate(Out o, int handleTypes, int device, long maxSize, int usage) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        long p = s(o, 4);
+        UnsafeApi.setMemory(p, POOL_PROPS_SIZE, (byte) 0);
+        UnsafeApi.putInt(p, 1); // CU_MEM_ALLOCATION_TYPE_PINNED
+        UnsafeApi.putInt(p + 4, handleTypes);
+        deviceLocation(p + 8, device);
+        UnsafeApi.putLong(p + 24, maxSize);
+        UnsafeApi.putShort(p + 32, (short) usage);
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemPoolCreate(s(o, 0), p);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memPoolDestroy(long pool) {
+        return Vmm.LOADED ? CudaDriverVmm.cuMemPoolDestroy(pool) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memPoolSetAccess(long pool, int device, int flags) {
+        return Vmm.LOADED ? CudaDriverVmm.cuMemPoolSetAccess(pool, accessDesc(device, flags), 1) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memPoolGetAccess(Out o, long pool, int device) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putInt(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemPoolGetAccess(s(o, 0), pool, deviceLocation(s(o, 1), device));
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
 }

@@ -2,12 +2,16 @@ package io.ivcuda.server.core;
 
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /** Per-process state of one owner token (docs/protocol.md §3): what reclaim must free. */
 public final class Owner {
     private final long token;
     private final DeviceRanges ranges = new DeviceRanges();
     private final AtomicInteger primaryRetains = new AtomicInteger();
+    private final VirtualMemory vmm;
+    /** The handle id of the pool cuDeviceSetMemPool made current for this process; 0: the device's. */
+    private final AtomicLong currentPool = new AtomicLong();
     private final CallMetrics metrics = CallMetrics.totals();
     private final DeviceOutput output = new DeviceOutput();
     private volatile boolean closed;
@@ -15,6 +19,17 @@ public final class Owner {
 
     public Owner(long token) {
         this.token = token;
+        this.vmm = new VirtualMemory(token);
+    }
+
+    /** The process's current pool (a created pool's handle id), 0 for the device's own (api/vmm.api). */
+    public AtomicLong currentPool() {
+        return currentPool;
+    }
+
+    /** Its reserved ranges, physical allocations and mappings (api/vmm.api). */
+    public VirtualMemory vmm() {
+        return vmm;
     }
 
     public long token() {

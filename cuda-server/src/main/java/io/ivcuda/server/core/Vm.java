@@ -301,11 +301,14 @@ public final class Vm {
                 allocations++;
             }
         }
+        // virtual memory: unmapped, released and its ranges freed after the process's allocations
+        int vmmObjects = owner.vmm().reclaim(this);
         int blocks = pool.freeAllOf(token).size();
         // graphs before the streams and contexts they were captured on or live in
         graphs.reclaim(token, out);
         List<HandleTable.Entry> entries = handles.ownedBy(token);
-        // memory pools (HandleKinds.MEMPOOL) are the driver's: their handles are only forgotten
+        // the driver's memory pools (HandleKinds.MEMPOOL, extra 0) are only forgotten; created ones
+        // (extra 1, api/vmm.api) are destroyed, after the allocations made from them
         int[] order = {HandleKinds.MEMPOOL, HandleTable.KIND_FUNCTION, HandleTable.KIND_EVENT, HandleTable.KIND_STREAM,
             HandleTable.KIND_MODULE, HandleTable.KIND_LIBRARY, HandleTable.KIND_LINK, HandleTable.KIND_CTX};
         for (int kind : order) {
@@ -315,6 +318,11 @@ public final class Vm {
                     continue;
                 }
                 switch (kind) {
+                    case HandleKinds.MEMPOOL -> {
+                        if (e.extra() != 0) {
+                            backend.memPoolDestroy(e.nativeValue());
+                        }
+                    }
                     case HandleTable.KIND_EVENT -> withContext(e.extra(), out, () -> backend.eventDestroy(e.nativeValue()));
                     case HandleTable.KIND_STREAM -> withContext(e.extra(), out, () -> backend.streamDestroy(e.nativeValue()));
                     case HandleTable.KIND_MODULE -> {
@@ -350,7 +358,7 @@ public final class Vm {
         int a = allocations;
         refusals.log(LOG, org.apache.logging.log4j.Level.INFO, "reclaimed", () -> "reclaimed owner pid " + owner.pid()
                 + " (token " + Long.toHexString(token) + "): " + a + " allocations, " + blocks + " pool blocks, "
-                + entries.size() + " handles, " + retains + " primary retains");
+                + entries.size() + " handles, " + retains + " primary retains, " + vmmObjects + " virtual-memory objects");
     }
 
     /**

@@ -31,7 +31,7 @@ public final class ChannelHandlers implements ChannelCalls {
                 new StridedCopyHandler(session), new PoolHandler(session), new StreamQueryHandler(session),
                 new MemOpHandler(session), new HostFnHandler(session), new CaptureHandler(session),
                 new GraphHandler(session), new GraphNodeHandler(session),
-                new GraphBuildHandler(session, launch));
+                new GraphBuildHandler(session, launch), new VmmHandler(session), new CreatedPoolHandler(session));
     }
 
     @Override

@@ -5,9 +5,10 @@ package io.ivcuda.server.handler;
  * (docs/memory.md): they answer 0 whatever the GPU can do, so that programs which ask first
  * take their other path instead of failing later. Managed memory and pageable-memory access
  * need pages shared between the guest and the GPU, which the VM boundary does not allow (so does
- * using a registered host pointer on the device); virtual memory management, sparse arrays and the export handle
- * types (file descriptors, DMA-BUF, RDMA) are not remoted. An entry leaves this list when its
- * feature is remoted.
+ * using a registered host pointer on the device); sparse arrays and the export handle types (file
+ * descriptors, DMA-BUF, RDMA) are not remoted: a shareable handle is the server host's and cannot
+ * cross the VM boundary. An entry leaves this list when its feature is remoted: virtual memory
+ * management (attribute 102, api/vmm.api) is, for device memory.
  */
 final class MemoryAttributes {
     static final int MANAGED_MEMORY = 83;
@@ -16,7 +17,6 @@ final class MemoryAttributes {
     static final int CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91;
     static final int PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES = 100;
     static final int DIRECT_MANAGED_MEM_ACCESS_FROM_HOST = 101;
-    static final int VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102;
     static final int HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103;
     static final int HANDLE_TYPE_WIN32_HANDLE_SUPPORTED = 104;
     static final int HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED = 105;
@@ -38,7 +38,7 @@ final class MemoryAttributes {
             case MANAGED_MEMORY, PAGEABLE_MEMORY_ACCESS, CONCURRENT_MANAGED_ACCESS,
                     CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
                     PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, DIRECT_MANAGED_MEM_ACCESS_FROM_HOST,
-                    VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                    HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
                     HANDLE_TYPE_WIN32_HANDLE_SUPPORTED, HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED,
                     GENERIC_COMPRESSION_SUPPORTED, SPARSE_CUDA_ARRAY_SUPPORTED,
                     GPU_DIRECT_RDMA_SUPPORTED, MEMPOOL_SUPPORTED_HANDLE_TYPES,

@@ -2,6 +2,7 @@ package io.ivcuda.server.handler;
 
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.core.DeviceRanges;
+import io.ivcuda.server.core.HandleTable;
 import io.ivcuda.server.gen.HandleKinds;
 import io.ivcuda.server.gen.PoolsCalls;
 import io.ivcuda.server.gen.Reply;
@@ -39,8 +40,22 @@ final class PoolHandler implements PoolsCalls {
         return result;
     }
 
+    /**
+     * The process's current pool if it set a created one (cuDeviceSetMemPool, api/vmm.api), pinned
+     * for this call; null for the device's (also when that pool is being destroyed right now).
+     */
+    private HandleTable.Entry currentCreatedPool() {
+        long id = session.owner().currentPool().get();
+        return id == 0 ? null : session.pinHandle(HandleKinds.MEMPOOL, id);
+    }
+
     @Override
     public int cuDeviceGetMemPool(Reply r, int dev) {
+        HandleTable.Entry current = currentCreatedPool();
+        if (current != null) {
+            r.set(0, current.id());
+            return CuResult.SUCCESS;
+        }
         int result = session.cuda.deviceGetMemPool(session.out, dev);
         if (result == CuResult.SUCCESS) {
             r.set(0, handleFor(session.out.handle));
@@ -65,6 +80,10 @@ final class PoolHandler implements PoolsCalls {
         if (!session.vm.reserve(bytesize, "channel " + session.index() + " pid " + session.ownerPid()
                 + " ivc_mem_alloc_async")) {
             return CuResult.OUT_OF_MEMORY;
+        }
+        if (pool == 0) {
+            HandleTable.Entry current = currentCreatedPool();
+            pool = current == null ? 0 : current.nativeValue();
         }
         int result = session.cuda.memAllocAsync(session.out, bytesize, pool, stream);
         if (result != CuResult.SUCCESS) {

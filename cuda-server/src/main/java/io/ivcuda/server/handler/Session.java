@@ -185,12 +185,17 @@ public final class Session implements Checks {
     DeviceRanges.Range pinRange(long address, long bytes) {
         DeviceRanges.Range r = owner.ranges().pin(address, bytes);
         if (r != null) {
-            if (pinnedRangeCount == pinnedRanges.length) {
-                pinnedRanges = Arrays.copyOf(pinnedRanges, pinnedRangeCount * 2);
-            }
-            pinnedRanges[pinnedRangeCount++] = r;
+            track(r);
         }
         return r;
+    }
+
+    /** A range pinned for the current call: unpinned by {@link #called}. */
+    private void track(DeviceRanges.Range r) {
+        if (pinnedRangeCount == pinnedRanges.length) {
+            pinnedRanges = Arrays.copyOf(pinnedRanges, pinnedRangeCount * 2);
+        }
+        pinnedRanges[pinnedRangeCount++] = r;
     }
 
     /**
@@ -295,7 +300,15 @@ public final class Session implements Checks {
             return true;
         }
         long poolDevice = vm.poolDevicePointer();
-        return poolDevice != 0 && address - poolDevice >= 0 && vm.pool().blockOf(address - poolDevice, bytes, token) != null;
+        if (poolDevice != 0 && address - poolDevice >= 0 && vm.pool().blockOf(address - poolDevice, bytes, token) != null) {
+            return true;
+        }
+        // mapped virtual memory with access set (api/vmm.api): its reservation stays pinned
+        DeviceRanges.Range mapped = owner.vmm().pinMapped(address, bytes);
+        if (mapped != null) {
+            track(mapped);
+        }
+        return mapped != null;
     }
 
     @Override

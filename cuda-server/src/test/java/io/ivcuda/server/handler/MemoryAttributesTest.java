@@ -9,7 +9,7 @@ import org.junit.jupiter.api.Test;
 class MemoryAttributesTest {
     @Test
     void managedAndUnremotedFeaturesAnswerZero() {
-        for (int attribute : new int[] {83, 88, 89, 91, 100, 101, 102, 116, 119, 124}) {
+        for (int attribute : new int[] {83, 88, 89, 91, 100, 101, 103, 116, 119, 124}) {
             assertTrue(MemoryAttributes.answersZero(attribute), "attribute " + attribute);
         }
     }
@@ -17,8 +17,8 @@ class MemoryAttributesTest {
     @Test
     void everythingElsePassesThrough() {
         // max threads per block, SM count, unified addressing, can map host memory, compute capability,
-        // host registration and memory pools (remoted)
-        for (int attribute : new int[] {1, 16, 41, 19, 75, 76, 99, 113, 115, 0, -1, 100000}) {
+        // host registration and memory pools, virtual memory management (remoted)
+        for (int attribute : new int[] {1, 16, 41, 19, 75, 76, 99, 102, 113, 115, 0, -1, 100000}) {
             assertFalse(MemoryAttributes.answersZero(attribute), "attribute " + attribute);
         }
     }
