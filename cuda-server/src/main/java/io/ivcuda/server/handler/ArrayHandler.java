@@ -94,11 +94,14 @@ final class ArrayHandler implements ArraysCalls {
                     CuResult.INVALID_HANDLE);
         }
         session.vm.handles().removeDependents(session.token(), ArrayObjects.KIND_ARRAY, hArray, session.chunks::stopping);
+        // forgotten before the driver may hand the same native value to another call's new array
+        arrays().forget(hArray);
+        arrays().forgetPlanes(hArray);
         int result = session.cuda.arrayDestroy(hArray);
         if (result == CuResult.SUCCESS) {
-            arrays().forget(hArray);
-            arrays().forgetPlanes(hArray);
             session.vm.release(shape.reserved());
+        } else {
+            arrays().put(hArray, shape);
         }
         return result;
     }
@@ -187,9 +190,13 @@ final class ArrayHandler implements ArraysCalls {
     public int cuMipmappedArrayDestroy(Reply r, long hMipmappedArray) {
         session.vm.handles().removeDependents(session.token(), ArrayObjects.KIND_ARRAY, hMipmappedArray,
                 session.chunks::stopping);
+        // forgotten before the driver may hand the same native value to another call's new object
+        long reserved = arrays().forgetMipmap(hMipmappedArray);
         int result = session.cuda.mipmappedArrayDestroy(hMipmappedArray);
         if (result == CuResult.SUCCESS) {
-            session.vm.release(arrays().forgetMipmap(hMipmappedArray));
+            session.vm.release(reserved);
+        } else {
+            arrays().putMipmap(hMipmappedArray, reserved);
         }
         return result;
     }
