@@ -255,4 +255,38 @@ class ArrayObjectsTest {
         assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_tex_create_linear(dev, 512, FLOAT, 1, 0,
                 textureDesc(), new byte[112], 0)).result());
     }
+
+    @Test
+    void levelsBelongToTheirMipmappedArrayAndGoWithIt() {
+        // 16x8 floats, 3 levels: quota 2x512 bytes of QUOTA 1100
+        Response m = c.call(Requests.ivc_mipmapped_array_create(16, 8, 0, FLOAT, 1, 0, 3));
+        assertEquals(CuResult.SUCCESS, m.result());
+        long mipmap = m.out(0);
+        assertEquals(CuResult.OUT_OF_MEMORY, c.call(Requests.ivc_array_create(16, 8, 0, FLOAT, 1, 0)).result());
+        long level = c.call(Requests.cuMipmappedArrayGetLevel(mipmap, 1)).out(0);
+        assertEquals(level, c.call(Requests.cuMipmappedArrayGetLevel(mipmap, 1)).out(0), "one handle a level");
+        Response d = c.call(Requests.cuArray3DGetDescriptor_v2(level));
+        assertEquals(CuResult.SUCCESS, d.result());
+        assertEquals(8, d.out(0));
+        assertEquals(4, d.out(1));
+        // the level is an array of its own extent: a copy fits its 32x4 bytes, not more
+        byte[] rows = pattern(32 * 4, 3);
+        assertEquals(CuResult.SUCCESS,
+                c.call(Requests.ivc_memcpy3d_htoa_inline(level, 0, 0, 0, 32, 4, 1, 0, rows, rows.length)).result());
+        assertArrayEquals(rows, readArray(level, 32, 4));
+        assertEquals(CuResult.INVALID_VALUE,
+                c.call(Requests.ivc_memcpy3d_htoa_inline(level, 0, 1, 0, 32, 4, 1, 0, rows, rows.length)).result());
+        // it is destroyed with its mipmapped array, not by itself
+        assertEquals(CuResult.INVALID_HANDLE, c.call(Requests.cuArrayDestroy(level)).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuMipmappedArrayDestroy(mipmap)).result());
+        assertEquals(CuResult.INVALID_HANDLE, c.call(Requests.cuArray3DGetDescriptor_v2(level)).result());
+        // the quota came back; a mipmapped array left at exit goes with the process
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_mipmapped_array_create(16, 8, 0, FLOAT, 1, 0, 3)).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_process_exit()).result());
+        Channel other = greeted(1, TOKEN + 1);
+        assertEquals(CuResult.SUCCESS,
+                other.call(Requests.ivc_mipmapped_array_create(16, 8, 0, FLOAT, 1, 0, 3)).result());
+        assertEquals(CuResult.INVALID_VALUE,
+                other.call(Requests.ivc_mipmapped_array_create(16, 8, 0, FLOAT, 1, 0, 0)).result());
+    }
 }

@@ -640,8 +640,9 @@ public class HostMemoryBackend implements CudaBackend {
     // An array here is a plain host block of width·height·depth elements, rows packed: enough to
     // test that copies to and from arrays move the right bytes (a transport test). Texture and
     // surface objects are numbers this backend minted with the descriptors they were made from:
-    // they can be created, queried and destroyed, never sampled (no kernel runs here). Mipmapped
-    // arrays, planes and memory requirements need the driver: CUDA_ERROR_NOT_SUPPORTED.
+    // they can be created, queried and destroyed, never sampled (no kernel runs here). A mipmapped
+    // array is its levels, each such an array of halved extent. Planes (multi-planar formats)
+    // and memory requirements need the driver: CUDA_ERROR_NOT_SUPPORTED.
 
     /**
      * A host-memory array: its block and the descriptor it was made from. Flags (layered, cubemap,
@@ -656,6 +657,7 @@ public class HostMemoryBackend implements CudaBackend {
     }
 
     private final Map<Long, HostArray> arrays = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<Long, long[]> mipmaps = new java.util.concurrent.ConcurrentHashMap<>();
     private final Map<Long, HostObject> texObjects = new java.util.concurrent.ConcurrentHashMap<>();
     private final Map<Long, HostObject> surfObjects = new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -726,6 +728,56 @@ public class HostMemoryBackend implements CudaBackend {
         UnsafeApi.putInt(desc + 28, a.channels());
         UnsafeApi.putInt(desc + 32, a.flags());
         UnsafeApi.putInt(desc + 36, 0);
+        return CuResult.SUCCESS;
+    }
+
+    /** Its levels: level i is an array of width, height, depth each halved i times (at least 1 where not 0). */
+    @Override
+    public int mipmappedArrayCreate(Out o, long width, long height, long depth, int format, int channels, int flags,
+                                    int levels) {
+        if (levels < 1 || levels > 32) {
+            return CuResult.INVALID_VALUE;
+        }
+        long[] made = new long[levels];
+        for (int i = 0; i < levels; i++) {
+            int r = arrayCreate(o, Math.max(1, width >> i), height == 0 ? 0 : Math.max(1, height >> i),
+                    depth == 0 ? 0 : Math.max(1, depth >> i), format, channels, flags);
+            if (r != CuResult.SUCCESS) {
+                for (int j = 0; j < i; j++) {
+                    arrayDestroy(made[j]);
+                }
+                return r;
+            }
+            made[i] = o.handle;
+        }
+        long value = nextObject.getAndIncrement();
+        mipmaps.put(value, made);
+        o.handle = value;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int mipmappedArrayDestroy(long mipmap) {
+        long[] levels = mipmaps.remove(mipmap);
+        if (levels == null) {
+            return CuResult.INVALID_HANDLE;
+        }
+        for (long level : levels) {
+            arrayDestroy(level);
+        }
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int mipmappedArrayGetLevel(Out o, long mipmap, int level) {
+        long[] levels = mipmaps.get(mipmap);
+        if (levels == null) {
+            return CuResult.INVALID_HANDLE;
+        }
+        if (level < 0 || level >= levels.length) {
+            return CuResult.INVALID_VALUE;
+        }
+        o.handle = levels[level];
         return CuResult.SUCCESS;
     }
 
