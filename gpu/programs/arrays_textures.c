@@ -158,14 +158,18 @@ static void copies_1d(void)
 }
 
 /* textures on linear memory (tex1Dfetch) and on pitched memory (tex2D) */
-static void linear_textures(CUfunction fetch_linear, CUfunction read_2d)
+static void linear_textures(CUfunction fetch_linear, CUfunction read_2d, CUdevice dev)
 {
     const size_t n = 5000, w = 29, h = 23;
     float *host = malloc(n * sizeof(float)), *back = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float));
     if (!host || !back || !want) die("malloc");
     fill_floats(host, n, 7);
-    CUdeviceptr lin, out;
-    CK(cuMemAlloc(&lin, n * sizeof(float)));
+    /* a linear texture's start must be aligned to TEXTURE_ALIGNMENT: the first aligned byte of the allocation */
+    int align = 0;
+    CK(cuDeviceGetAttribute(&align, CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, dev));
+    CUdeviceptr base, lin, out;
+    CK(cuMemAlloc(&base, n * sizeof(float) + (size_t)align));
+    lin = (base + (CUdeviceptr)align - 1) / (CUdeviceptr)align * (CUdeviceptr)align;
     CK(cuMemAlloc(&out, n * sizeof(float)));
     CK(cuMemcpyHtoD(lin, host, n * sizeof(float)));
     CUDA_RESOURCE_DESC res = {0};
@@ -205,7 +209,7 @@ static void linear_textures(CUfunction fetch_linear, CUfunction read_2d)
     report("pitch2d texture", back, host, w * h * sizeof(float));
     CK(cuTexObjectDestroy(t));
     CK(cuMemFree(pitched));
-    CK(cuMemFree(lin));
+    CK(cuMemFree(base));
     CK(cuMemFree(out));
     free(host);
     free(back);
@@ -287,7 +291,7 @@ int main(int argc, char **argv)
     printf("arrays_textures Texture1DLinearMaxWidth float x1 = %zu\n", max_width);
     texture_and_surface(tex_to_surf);
     copies_1d();
-    linear_textures(fetch_linear, read_2d);
+    linear_textures(fetch_linear, read_2d, dev);
     mipmaps(read_level, dev);
     CK(cuModuleUnload(module));
     free(ptx);
