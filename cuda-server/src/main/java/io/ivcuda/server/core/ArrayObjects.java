@@ -16,7 +16,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * parent (the driver frees those with their parent, so their handles go with the parent's,
  * {@link HandleTable#removeDependents}). Texture and surface objects are handles whose native
  * value the guest sees as it is; their extra is their context. Everything a process leaves is
- * destroyed at reclaim: objects before the arrays they read, levels and planes only forgotten.
+ * destroyed at reclaim: objects before the arrays they read, levels and planes only forgotten,
+ * each taken through {@link HandleTable#takeForReclaim} (never under a running call, never twice).
  */
 public final class ArrayObjects {
     public static final int KIND_ARRAY = HandleKinds.ARRAY;
@@ -127,10 +128,10 @@ public final class ArrayObjects {
         long released = 0;
         for (int kind : new int[] {KIND_TEX_OBJECT, KIND_SURF_OBJECT, KIND_ARRAY, KIND_MIPMAPPED_ARRAY}) {
             for (HandleTable.Entry e : entries) {
-                if (e.kind() != kind) {
+                // a call of the process may have destroyed it meanwhile: destroyed once, never twice
+                if (e.kind() != kind || !handles.takeForReclaim(e.id())) {
                     continue;
                 }
-                handles.remove(e.id());
                 switch (kind) {
                     case KIND_TEX_OBJECT -> inContext(e.extra(), out, () -> backend.texObjectDestroy(e.nativeValue()));
                     case KIND_SURF_OBJECT -> inContext(e.extra(), out, () -> backend.surfObjectDestroy(e.nativeValue()));
