@@ -52,6 +52,7 @@ struct fake_state {
     uint8_t link_image[65536];      /* ivc_link_add_data inputs, concatenated */
     uint64_t link_size;
     atomic_int link_destroys;
+    atomic_ullong current_context;  /* cuCtxSetCurrent's last context (0: the primary context's) */
 };
 
 extern struct fake_state fake;
