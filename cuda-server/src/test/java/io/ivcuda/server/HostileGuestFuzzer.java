@@ -74,6 +74,25 @@ final class HostileGuestFuzzer {
                 "memory.quota=268435456")));
         server.start();
         guest = new FakeGuest(region, SIZE);
+        warmUp();
+    }
+
+    /**
+     * One greeted session before the first input: under Jazzer a worker's first call loads and
+     * instruments every handler class, which on a loaded machine takes longer than the inputs'
+     * timeouts (the inputs then report a slow server that is only a cold one).
+     */
+    private void warmUp() {
+        Channel c = guest.claim(0, token - 1);
+        Request hello = Requests.ivc_hello(io.ivcuda.wire.HeaderFlyweight.PROTOCOL_VERSION, Opcodes.API_HASH,
+                (token - 1) >>> 32, 7, "fuzz warm-up", 256);
+        Response r = c.callRaw(hello.opcode, hello.length, hello.payload, hello.length, 300_000_000_000L);
+        if (r.result() != CuResult.SUCCESS) {
+            throw new IllegalStateException("warm-up hello: " + r.result());
+        }
+        Request goodbye = Requests.ivc_goodbye();
+        c.callRaw(goodbye.opcode, goodbye.length, goodbye.payload, goodbye.length, 300_000_000_000L);
+        c.release();
     }
 
     void close() throws Exception {
