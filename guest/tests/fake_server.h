@@ -52,6 +52,15 @@ struct fake_state {
     uint8_t link_image[65536];      /* ivc_link_add_data inputs, concatenated */
     uint64_t link_size;
     atomic_int link_destroys;
+    /* device printf (docs/kernels.md): text waiting for the process, read from output_read_pos
+     * in pieces of at most output_piece bytes (0: the guest's capacity); output_dropped is said
+     * with the next read; output_pending is set on every response while any of it remains */
+    char device_output[8192];
+    atomic_uint device_output_length;
+    atomic_uint output_read_pos;
+    atomic_uint output_piece;
+    atomic_ullong output_dropped;
+    atomic_int output_reads;
     atomic_ullong current_context;  /* cuCtxSetCurrent's last context (0: the primary context's) */
 };
 

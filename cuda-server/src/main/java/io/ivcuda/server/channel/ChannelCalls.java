@@ -21,6 +21,20 @@ public interface ChannelCalls {
     /** The dispatch of the last {@link #calling} returned (normally or not): releases what the call pinned. */
     void called();
 
+    /**
+     * The dispatch of {@code opcode} ended with {@code result} after {@code nanos} of the worker's time: counted
+     * for status and metrics (called on the hot path: it only adds to counters).
+     */
+    void finished(int opcode, int result, long nanos);
+
+    /**
+     * Whether the channel's process has device output waiting: the worker says so in the channel's
+     * output_pending with each response (docs/kernels.md).
+     */
+    default boolean outputPending() {
+        return false;
+    }
+
     /** The worker leaves for good: nothing current on its thread, its scratch memory freed. */
     void detach();
 }

@@ -227,6 +227,7 @@ public final class ChannelWorker implements Runnable {
             result = CuResult.INVALID_VALUE;
             fault = "payload_len (" + Integer.toUnsignedString(payloadLen) + ")";
         } else {
+            long started = System.nanoTime();
             try {
                 result = Dispatcher.sync(calls.handlers(), opcode, channel, request.offset() + RequestFlyweight.LENGTH,
                         payloadLen, reply, room);
@@ -239,6 +240,7 @@ public final class ChannelWorker implements Runnable {
             } finally {
                 calls.called();
             }
+            calls.finished(opcode, result, System.nanoTime() - started);
             if (sticky != 0) {
                 if (result == CuResult.SUCCESS) {
                     result = sticky;
@@ -254,6 +256,9 @@ public final class ChannelWorker implements Runnable {
             logFault("", opcode, fault, detail, result);
         }
         response.result(result).payloadLen(responseLen).seq(req);
+        // device output the call (or an earlier one) left for the process: the guest reads it
+        // before it returns, where the program would see it natively (docs/kernels.md)
+        control.outputPending(calls.greeted() && calls.outputPending() ? 1 : 0);
         state.lastSeq = req;
         control.respSeqRelease(req);
         idle.published();
@@ -313,6 +318,7 @@ public final class ChannelWorker implements Runnable {
             if (opcode != Opcodes.PAD) {
                 calls.calling(opcode);
                 int result;
+                long started = System.nanoTime();
                 try {
                     result = Dispatcher.async(calls.handlers(), opcode, channel, ring + pos + RecordFlyweight.LENGTH,
                             total - RecordFlyweight.LENGTH, reply, 0);
@@ -322,6 +328,7 @@ public final class ChannelWorker implements Runnable {
                 } finally {
                     calls.called();
                 }
+                calls.finished(opcode, result, System.nanoTime() - started);
                 if (result != CuResult.SUCCESS) {
                     if (reply.fault() != null) {
                         logFault(" (ring)", opcode, reply.fault(), reply.detail(), result);

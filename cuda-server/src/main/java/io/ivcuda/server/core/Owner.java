@@ -8,6 +8,8 @@ public final class Owner {
     private final long token;
     private final DeviceRanges ranges = new DeviceRanges();
     private final AtomicInteger primaryRetains = new AtomicInteger();
+    private final CallMetrics metrics = CallMetrics.totals();
+    private final DeviceOutput output = new DeviceOutput();
     private volatile boolean closed;
     private final AtomicBoolean reclaimed = new AtomicBoolean();
 
@@ -27,8 +29,18 @@ public final class Owner {
         return ranges;
     }
 
+    /** This process's calls, copies, launches and time (status and metrics). */
+    public CallMetrics metrics() {
+        return metrics;
+    }
+
     public AtomicInteger primaryRetains() {
         return primaryRetains;
+    }
+
+    /** What the driver printed for this process's kernels, waiting for it (docs/kernels.md). */
+    public DeviceOutput output() {
+        return output;
     }
 
     public boolean closed() {

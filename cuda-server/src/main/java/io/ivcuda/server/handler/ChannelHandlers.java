@@ -27,9 +27,14 @@ public final class ChannelHandlers implements ChannelCalls {
                 new ContextHandler(session), new ModuleHandler(session), new MemoryHandler(session),
                 new CopyHandler(session), new StreamHandler(session), launch,
                 new ExportHandler(session), new LibraryHandler(session), new KernelLaunchHandler(session, launch),
+<<<<<<< HEAD
                 new ContextExtHandler(session), new LinkHandler(session),
                 new StridedCopyHandler(session), new PoolHandler(session), new ArrayHandler(session),
                 new ArrayCopyHandler(session), new TextureHandler(session), new StreamQueryHandler(session),
+=======
+                new ContextExtHandler(session), new LinkHandler(session), new DeviceOutputHandler(session),
+                new StridedCopyHandler(session), new PoolHandler(session), new StreamQueryHandler(session),
+>>>>>>> main
                 new MemOpHandler(session), new HostFnHandler(session), new CaptureHandler(session),
                 new GraphHandler(session), new GraphNodeHandler(session));
     }
@@ -52,6 +57,16 @@ public final class ChannelHandlers implements ChannelCalls {
     @Override
     public void called() {
         session.called();
+    }
+
+    @Override
+    public void finished(int opcode, int result, long nanos) {
+        session.finished(opcode, result, nanos);
+    }
+
+    @Override
+    public boolean outputPending() {
+        return session.outputPending();
     }
 
     @Override
