@@ -27,14 +27,9 @@ public final class ChannelHandlers implements ChannelCalls {
                 new ContextHandler(session), new ModuleHandler(session), new MemoryHandler(session),
                 new CopyHandler(session), new StreamHandler(session), launch,
                 new ExportHandler(session), new LibraryHandler(session), new KernelLaunchHandler(session, launch),
-<<<<<<< HEAD
-                new ContextExtHandler(session), new LinkHandler(session),
+                new ContextExtHandler(session), new LinkHandler(session), new DeviceOutputHandler(session),
                 new StridedCopyHandler(session), new PoolHandler(session), new ArrayHandler(session),
                 new ArrayCopyHandler(session), new TextureHandler(session), new StreamQueryHandler(session),
-=======
-                new ContextExtHandler(session), new LinkHandler(session), new DeviceOutputHandler(session),
-                new StridedCopyHandler(session), new PoolHandler(session), new StreamQueryHandler(session),
->>>>>>> main
                 new MemOpHandler(session), new HostFnHandler(session), new CaptureHandler(session),
                 new GraphHandler(session), new GraphNodeHandler(session));
     }
