@@ -1,9 +1,22 @@
-/* What strided.c offers other units: one CUDA_MEMCPY3D copy, any sides (arrays.c sends the 1D
- * array copies through it). */
+/* What strided.c offers other units: a CUDA_MEMCPY3D reduced as the strided copies reduce it,
+ * each side a start (offsets folded in), the span it touches, its pitch and rows a slice (the
+ * graph code); and one CUDA_MEMCPY3D copy, any sides (arrays.c sends the 1D array copies
+ * through it). */
 #ifndef IVC_STRIDED_H
 #define IVC_STRIDED_H
 
-#include "ivc_cuda_types.h"
+#include "ivc_internal.h"
+
+struct ivc_copy_geometry {
+    int dst_type, src_type; /* CU_MEMORYTYPE_HOST or CU_MEMORYTYPE_DEVICE */
+    uint64_t dst, src;
+    uint64_t dst_span, src_span;
+    size_t dst_pitch, dst_rows, src_pitch, src_rows;
+    size_t width, height, depth;
+};
+
+/* CUDA_SUCCESS and *g, or the refusal (an empty extent is refused: a node copies something). */
+CUresult ivc_strided_geometry(const CUDA_MEMCPY3D *p, const char *function, struct ivc_copy_geometry *g);
 
 /* A 3D copy in the form of the call: stream NULL with async 0 the legacy-stream copy,
  * CU_STREAM_PER_THREAD the per-thread one; `function` names the caller in messages. */

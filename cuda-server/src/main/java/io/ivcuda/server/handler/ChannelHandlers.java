@@ -31,7 +31,8 @@ public final class ChannelHandlers implements ChannelCalls {
                 new StridedCopyHandler(session), new PoolHandler(session), new ArrayHandler(session),
                 new ArrayCopyHandler(session), new TextureHandler(session), new StreamQueryHandler(session),
                 new MemOpHandler(session), new HostFnHandler(session), new CaptureHandler(session),
-                new GraphHandler(session), new GraphNodeHandler(session));
+                new GraphHandler(session), new GraphNodeHandler(session),
+                new GraphBuildHandler(session, launch));
     }
 
     @Override
