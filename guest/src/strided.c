@@ -5,7 +5,8 @@
  * and recomputes it from the geometry. Host sides are guest memory: in the pool they
  * travel by offset, pageable ones packed (width bytes a row) inline in the request or
  * response, or row by row through memory.c's copies when a single row is too wide.
- * Arrays (CU_MEMORYTYPE_ARRAY) are not remoted yet: CUDA_ERROR_NOT_SUPPORTED. */
+ * An array side (CU_MEMORYTYPE_ARRAY) is its handle and X (bytes)/Y/Z offset: the server holds
+ * it to the array's geometry, so the guest sends no span for it (docs/memory.md). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,12 @@
 #include "strided.h"
 
 struct side {
-    int type; /* CU_MEMORYTYPE_HOST or CU_MEMORYTYPE_DEVICE */
+    int type; /* CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_DEVICE or CU_MEMORYTYPE_ARRAY */
     uint64_t start;
     size_t pitch;
     size_t rows; /* rows a slice */
+    CUarray array; /* an array side: the array and the copy's offset in it */
+    size_t x, y, z;
 };
 
 struct strided {
@@ -58,8 +61,9 @@ static uint64_t side_span(const struct side *s, size_t width, size_t height, siz
 /* One side of a CUDA_MEMCPY3D(_PEER) or CUDA_MEMCPY2D: its type resolved (unified pointers
  * by the device map), its X/Y/Z offsets folded into the start. */
 static CUresult make_side(struct side *s, const char *function, CUmemorytype type, const void *host,
-                          CUdeviceptr device, size_t pitch, size_t rows, size_t x, size_t y, size_t z)
+                          CUdeviceptr device, CUarray array, size_t pitch, size_t rows, size_t x, size_t y, size_t z)
 {
+    (void)function;
     switch (type) {
     case CU_MEMORYTYPE_HOST:
         s->type = CU_MEMORYTYPE_HOST;
@@ -74,8 +78,10 @@ static CUresult make_side(struct side *s, const char *function, CUmemorytype typ
         s->start = device;
         break;
     case CU_MEMORYTYPE_ARRAY:
-        ivc_log("%s: CUDA arrays are not remoted by this ivcuda version (CUDA_ERROR_NOT_SUPPORTED)", function);
-        return CUDA_ERROR_NOT_SUPPORTED;
+        if (array == NULL)
+            return CUDA_ERROR_INVALID_VALUE;
+        *s = (struct side){.type = CU_MEMORYTYPE_ARRAY, .array = array, .x = x, .y = y, .z = z};
+        return CUDA_SUCCESS;
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -207,10 +213,112 @@ static CUresult dtoh_pageable(const struct strided *c, CUstream stream, int asyn
     return r;
 }
 
+/* Pageable host ↔ array: runs of slices or rows packed into inline calls; a row wider than
+ * the inline limit goes in pieces of it (an array has no 1D path of its own). */
+static CUresult array_pageable(const struct strided *c, CUstream stream, int to_array)
+{
+    size_t limit = packed_limit();
+    if (limit == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    const struct side *host = to_array ? &c->src : &c->dst;
+    const struct side *arr = to_array ? &c->dst : &c->src;
+    size_t wx = c->width < limit ? c->width : limit;
+    size_t rows_per = 1, slices_per = 1;
+    if (c->width <= limit) {
+        rows_per = limit / c->width < c->height ? limit / c->width : c->height;
+        if (rows_per == c->height) {
+            size_t slice = c->width * c->height; /* ≤ limit */
+            slices_per = limit / slice < c->depth ? limit / slice : c->depth;
+        }
+    }
+    char *packed = malloc(wx * rows_per * slices_per);
+    if (packed == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = CUDA_SUCCESS;
+    for (size_t z = 0; z < c->depth && r == CUDA_SUCCESS; z += slices_per) {
+        size_t nz = c->depth - z < slices_per ? c->depth - z : slices_per;
+        for (size_t y = 0; y < c->height && r == CUDA_SUCCESS; y += rows_per) {
+            size_t ny = c->height - y < rows_per ? c->height - y : rows_per;
+            for (size_t x = 0; x < c->width && r == CUDA_SUCCESS; x += wx) {
+                size_t nx = c->width - x < wx ? c->width - x : wx;
+                size_t n = nx * ny * nz;
+                if (to_array) {
+                    char *p = packed;
+                    for (size_t k = 0; k < nz; k++)
+                        for (size_t j = 0; j < ny; j++, p += nx)
+                            memcpy(p, (char *)host_row(host, y + j, z + k) + x, nx);
+                    r = ivc_memcpy3d_htoa_inline(arr->array, arr->x + x, arr->y + y, arr->z + z, nx, ny, nz, stream,
+                                                 packed, n);
+                } else {
+                    r = ivc_memcpy3d_atoh_inline(arr->array, arr->x + x, arr->y + y, arr->z + z, nx, ny, nz, stream,
+                                                 packed, n);
+                    const char *p = packed;
+                    for (size_t k = 0; k < nz && r == CUDA_SUCCESS; k++)
+                        for (size_t j = 0; j < ny; j++, p += nx)
+                            memcpy((char *)host_row(host, y + j, z + k) + x, p, nx);
+                }
+            }
+        }
+    }
+    free(packed);
+    return r;
+}
+
+/* A copy with at least one array side: array to array, or the linear side by its span (device
+ * range, pool block) or packed (pageable host memory). */
+static CUresult run_array(const struct strided *c, CUstream stream, int async)
+{
+    const struct side *d = &c->dst, *s = &c->src;
+    CUresult r = ivc_need_region();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (d->type == CU_MEMORYTYPE_ARRAY && s->type == CU_MEMORYTYPE_ARRAY)
+        return async ? ivc_memcpy3d_atoa_async(d->array, d->x, d->y, d->z, s->array, s->x, s->y, s->z, c->width,
+                                               c->height, c->depth, stream)
+                     : ivc_memcpy3d_atoa(d->array, d->x, d->y, d->z, s->array, s->x, s->y, s->z, c->width, c->height,
+                                         c->depth, stream);
+    if (d->type == CU_MEMORYTYPE_ARRAY) {
+        uint64_t span = side_span(s, c->width, c->height, c->depth);
+        if (span == 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (s->type == CU_MEMORYTYPE_DEVICE)
+            return async ? ivc_memcpy3d_dtoa_async(d->array, d->x, d->y, d->z, s->start, span, s->pitch, s->rows,
+                                                   c->width, c->height, c->depth, stream)
+                         : ivc_memcpy3d_dtoa(d->array, d->x, d->y, d->z, s->start, span, s->pitch, s->rows, c->width,
+                                             c->height, c->depth, stream);
+        const void *host = (const void *)(uintptr_t)s->start;
+        if (!ivc_in_pool(host, span))
+            return array_pageable(c, stream, 1);
+        uint64_t offset = ivc_pool_offset(host);
+        return async ? ivc_memcpy3d_htoa_pool_async(d->array, d->x, d->y, d->z, offset, span, s->pitch, s->rows,
+                                                    c->width, c->height, c->depth, stream)
+                     : ivc_memcpy3d_htoa_pool(d->array, d->x, d->y, d->z, offset, span, s->pitch, s->rows, c->width,
+                                              c->height, c->depth, stream);
+    }
+    uint64_t span = side_span(d, c->width, c->height, c->depth);
+    if (span == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (d->type == CU_MEMORYTYPE_DEVICE)
+        return async ? ivc_memcpy3d_atod_async(d->start, span, d->pitch, d->rows, s->array, s->x, s->y, s->z, c->width,
+                                               c->height, c->depth, stream)
+                     : ivc_memcpy3d_atod(d->start, span, d->pitch, d->rows, s->array, s->x, s->y, s->z, c->width,
+                                         c->height, c->depth, stream);
+    void *host = (void *)(uintptr_t)d->start;
+    if (!ivc_in_pool(host, span))
+        return array_pageable(c, stream, 0);
+    uint64_t offset = ivc_pool_offset(host);
+    return async ? ivc_memcpy3d_atoh_pool_async(offset, span, d->pitch, d->rows, s->array, s->x, s->y, s->z, c->width,
+                                                c->height, c->depth, stream)
+                 : ivc_memcpy3d_atoh_pool(offset, span, d->pitch, d->rows, s->array, s->x, s->y, s->z, c->width,
+                                          c->height, c->depth, stream);
+}
+
 static CUresult run(const struct strided *c, CUstream stream, int async)
 {
     if (c->width == 0 || c->height == 0 || c->depth == 0)
         return CUDA_SUCCESS;
+    if (c->dst.type == CU_MEMORYTYPE_ARRAY || c->src.type == CU_MEMORYTYPE_ARRAY)
+        return run_array(c, stream, async);
     uint64_t dst_span = side_span(&c->dst, c->width, c->height, c->depth);
     uint64_t src_span = side_span(&c->src, c->width, c->height, c->depth);
     if (dst_span == 0 || src_span == 0)
@@ -259,26 +367,26 @@ static CUresult copy2d(const CUDA_MEMCPY2D *p, const char *function, CUstream st
     if (p == NULL)
         return ivc_null_argument(function, "pCopy");
     struct strided c = {.width = p->WidthInBytes, .height = p->Height, .depth = 1};
-    CUresult r = make_side(&c.src, function, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcPitch, p->Height,
-                           p->srcXInBytes, p->srcY, 0);
+    CUresult r = make_side(&c.src, function, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcPitch,
+                           p->Height, p->srcXInBytes, p->srcY, 0);
     if (r == CUDA_SUCCESS)
-        r = make_side(&c.dst, function, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstPitch, p->Height,
-                      p->dstXInBytes, p->dstY, 0);
+        r = make_side(&c.dst, function, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, p->dstPitch,
+                      p->Height, p->dstXInBytes, p->dstY, 0);
     return r == CUDA_SUCCESS ? run(&c, stream, async) : r;
 }
 
-static CUresult copy3d(const CUDA_MEMCPY3D *p, const char *function, CUstream stream, int async)
+CUresult ivc_strided_copy3d(const CUDA_MEMCPY3D *p, const char *function, CUstream stream, int async)
 {
     if (p == NULL)
         return ivc_null_argument(function, "pCopy");
     if (p->reserved0 != NULL || p->reserved1 != NULL || p->srcLOD != 0 || p->dstLOD != 0)
         return CUDA_ERROR_INVALID_VALUE;
     struct strided c = {.width = p->WidthInBytes, .height = p->Height, .depth = p->Depth};
-    CUresult r = make_side(&c.src, function, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcPitch, p->srcHeight,
-                           p->srcXInBytes, p->srcY, p->srcZ);
+    CUresult r = make_side(&c.src, function, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcPitch,
+                           p->srcHeight, p->srcXInBytes, p->srcY, p->srcZ);
     if (r == CUDA_SUCCESS)
-        r = make_side(&c.dst, function, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstPitch, p->dstHeight,
-                      p->dstXInBytes, p->dstY, p->dstZ);
+        r = make_side(&c.dst, function, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, p->dstPitch,
+                      p->dstHeight, p->dstXInBytes, p->dstY, p->dstZ);
     return r == CUDA_SUCCESS ? run(&c, stream, async) : r;
 }
 
@@ -295,7 +403,7 @@ static CUresult copy3d_peer(const CUDA_MEMCPY3D_PEER *p, const char *function, C
                        .dstMemoryType = p->dstMemoryType, .dstHost = p->dstHost, .dstDevice = p->dstDevice,
                        .dstArray = p->dstArray, .dstPitch = p->dstPitch, .dstHeight = p->dstHeight,
                        .WidthInBytes = p->WidthInBytes, .Height = p->Height, .Depth = p->Depth};
-    return copy3d(&c, function, stream, async);
+    return ivc_strided_copy3d(&c, function, stream, async);
 }
 
 static CUstream per_thread(CUstream stream)
@@ -335,22 +443,22 @@ IVC_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream
 
 IVC_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
 {
-    return copy3d(pCopy, "cuMemcpy3D_v2", NULL, 0);
+    return ivc_strided_copy3d(pCopy, "cuMemcpy3D_v2", NULL, 0);
 }
 
 IVC_EXPORT CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)
 {
-    return copy3d(pCopy, "cuMemcpy3D_v2", CU_STREAM_PER_THREAD, 0);
+    return ivc_strided_copy3d(pCopy, "cuMemcpy3D_v2", CU_STREAM_PER_THREAD, 0);
 }
 
 IVC_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
 {
-    return copy3d(pCopy, "cuMemcpy3DAsync_v2", hStream, 1);
+    return ivc_strided_copy3d(pCopy, "cuMemcpy3DAsync_v2", hStream, 1);
 }
 
 IVC_EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
 {
-    return copy3d(pCopy, "cuMemcpy3DAsync_v2", per_thread(hStream), 1);
+    return ivc_strided_copy3d(pCopy, "cuMemcpy3DAsync_v2", per_thread(hStream), 1);
 }
 
 IVC_EXPORT CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy)
@@ -560,13 +668,16 @@ CUresult ivc_strided_geometry(const CUDA_MEMCPY3D *p, const char *function, stru
     if (p->reserved0 != NULL || p->reserved1 != NULL || p->srcLOD != 0 || p->dstLOD != 0)
         return CUDA_ERROR_INVALID_VALUE;
     struct strided c = {.width = p->WidthInBytes, .height = p->Height, .depth = p->Depth};
-    CUresult r = make_side(&c.src, function, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcPitch, p->srcHeight,
-                           p->srcXInBytes, p->srcY, p->srcZ);
+    CUresult r = make_side(&c.src, function, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcPitch,
+                           p->srcHeight, p->srcXInBytes, p->srcY, p->srcZ);
     if (r == CUDA_SUCCESS)
-        r = make_side(&c.dst, function, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstPitch, p->dstHeight,
-                      p->dstXInBytes, p->dstY, p->dstZ);
+        r = make_side(&c.dst, function, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, p->dstPitch,
+                      p->dstHeight, p->dstXInBytes, p->dstY, p->dstZ);
     if (r != CUDA_SUCCESS)
         return r;
+    /* array sides of copy nodes are not remoted (docs/memory.md): a clear refusal */
+    if (c.src.type == CU_MEMORYTYPE_ARRAY || c.dst.type == CU_MEMORYTYPE_ARRAY)
+        return CUDA_ERROR_NOT_SUPPORTED;
     if (c.width == 0 || c.height == 0 || c.depth == 0)
         return CUDA_ERROR_INVALID_VALUE;
     *g = (struct ivc_copy_geometry){.dst_type = c.dst.type, .dst = c.dst.start, .dst_pitch = c.dst.pitch,

@@ -1,5 +1,7 @@
-/* What strided.c offers the graph code: a CUDA_MEMCPY3D reduced as the strided copies reduce
- * it, each side a start (offsets folded in), the span it touches, its pitch and rows a slice. */
+/* What strided.c offers other units: a CUDA_MEMCPY3D reduced as the strided copies reduce it,
+ * each side a start (offsets folded in), the span it touches, its pitch and rows a slice (the
+ * graph code); and one CUDA_MEMCPY3D copy, any sides (arrays.c sends the 1D array copies
+ * through it). */
 #ifndef IVC_STRIDED_H
 #define IVC_STRIDED_H
 
@@ -15,5 +17,9 @@ struct ivc_copy_geometry {
 
 /* CUDA_SUCCESS and *g, or the refusal (an empty extent is refused: a node copies something). */
 CUresult ivc_strided_geometry(const CUDA_MEMCPY3D *p, const char *function, struct ivc_copy_geometry *g);
+
+/* A 3D copy in the form of the call: stream NULL with async 0 the legacy-stream copy,
+ * CU_STREAM_PER_THREAD the per-thread one; `function` names the caller in messages. */
+CUresult ivc_strided_copy3d(const CUDA_MEMCPY3D *p, const char *function, CUstream stream, int async);
 
 #endif

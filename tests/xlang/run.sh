@@ -32,6 +32,7 @@ expect_ok() { # name, command...
 gcc -std=c11 -O2 -Wall -Werror -pthread -o "$work/xfer" tests/xlang/xfer.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/target/generated -Iguest/include -o "$work/hostile" tests/xlang/hostile.c || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/strided" tests/xlang/strided.c -Lguest/target -lcuda || exit 1
+gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/arrays" tests/xlang/arrays.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -pthread -o "$work/streams" tests/xlang/streams.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/vmm" tests/xlang/vmm.c -Lguest/target -lcuda || exit 1
 # the one wait for READY (guest/tools/ivcuda-region-wait.c, built with the guest library)
@@ -52,6 +53,8 @@ expect_ok "copy 3 MiB+1, 8 threads" "$work/xfer" copy 3145729 8
 expect_ok "strided copies and 2D memsets" "$work/strided"
 # reserve, create, map, set access, copies over two mappings, unmap (docs/memory.md "Virtual memory")
 expect_ok "virtual memory management" "$work/vmm"
+# arrays: copies to and from them, texture and surface objects minted and checked (docs/memory.md)
+expect_ok "arrays, texture and surface objects" "$work/arrays"
 # Several processes at once.
 pids=()
 for i in 1 2 3 4; do "$work/xfer" copy $((1048576 * i + i)) 2 >"$work/mp$i.out" 2>&1 & pids+=($!); done

@@ -78,17 +78,21 @@ final class HostileGuestFuzzer {
     }
 
     /**
-     * One greeting before any input, with room: the first call loads the dispatcher and the handlers,
-     * which Jazzer instruments as they load, and on a loaded machine that took longer than the 20 s
-     * a fuzzed call may wait (a "no response to seq 1" finding that was the machine, not the server).
+     * One greeted session before the first input: under Jazzer a worker's first call loads and
+     * instruments every handler class, which on a loaded machine takes longer than the inputs'
+     * timeouts (the inputs then report a slow server that is only a cold one).
      */
     private void warmUp() {
-        Channel warm = guest.claim(0, (76L << 32) | 1);
-        var hello = io.ivcuda.server.gen.Requests.ivc_hello(io.ivcuda.wire.HeaderFlyweight.PROTOCOL_VERSION,
-                io.ivcuda.server.gen.Opcodes.API_HASH, 76, 7, "fake-guest warm-up", 256);
-        warm.callRaw(hello.opcode, hello.length, hello.payload, hello.length, 180_000_000_000L);
-        warm.callRaw(io.ivcuda.server.gen.Opcodes.IVC_GOODBYE, 0, hello.payload, 0, 180_000_000_000L);
-        warm.release();
+        Channel c = guest.claim(0, token - 1);
+        Request hello = Requests.ivc_hello(io.ivcuda.wire.HeaderFlyweight.PROTOCOL_VERSION, Opcodes.API_HASH,
+                (token - 1) >>> 32, 7, "fuzz warm-up", 256);
+        Response r = c.callRaw(hello.opcode, hello.length, hello.payload, hello.length, 300_000_000_000L);
+        if (r.result() != CuResult.SUCCESS) {
+            throw new IllegalStateException("warm-up hello: " + r.result());
+        }
+        Request goodbye = Requests.ivc_goodbye();
+        c.callRaw(goodbye.opcode, goodbye.length, goodbye.payload, goodbye.length, 300_000_000_000L);
+        c.release();
     }
 
     void close() throws Exception {

@@ -676,6 +676,65 @@ public interface CudaBackend {
 
     /** cuMemGetAccess for a device location → value (CUmemAccess_flags) */
     default int memGetAccess(Out out, int device, long ptr) {
+
+    // ---- arrays and textures (issue 12) ----
+    // Arrays, mipmapped arrays, texture and surface objects (api/memory-objects.api, docs/memory.md).
+    // Descriptor arguments are native memory laid out as cuda.h's structs, written by the caller.
+
+    /** CUmemorytype of a copy's side: a CUDA array, given with its X (bytes), Y and Z offsets. */
+    int MEMORYTYPE_ARRAY = 3;
+
+    /** cuArray3DCreate_v2 from a CUDA_ARRAY3D_DESCRIPTOR's fields → handle */
+    default int arrayCreate(Out out, long width, long height, long depth, int format, int channels, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int arrayDestroy(long array) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Writes the 24-byte CUDA_ARRAY_DESCRIPTOR at {@code desc}. */
+    default int arrayGetDescriptor(long desc, long array) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Writes the 40-byte CUDA_ARRAY3D_DESCRIPTOR at {@code desc}. */
+    default int array3DGetDescriptor(long desc, long array) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Writes the 32-byte CUDA_ARRAY_MEMORY_REQUIREMENTS at {@code requirements}. */
+    default int arrayGetMemoryRequirements(long requirements, long array, int device) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle (the plane, owned by the array) */
+    default int arrayGetPlane(Out out, long array, int plane) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMipmappedArrayCreate from a CUDA_ARRAY3D_DESCRIPTOR's fields → handle */
+    default int mipmappedArrayCreate(Out out, long width, long height, long depth, int format, int channels, int flags,
+                                     int levels) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int mipmappedArrayDestroy(long mipmap) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle (the level, owned by the mipmapped array) */
+    default int mipmappedArrayGetLevel(Out out, long mipmap, int level) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Writes the 32-byte CUDA_ARRAY_MEMORY_REQUIREMENTS at {@code requirements}. */
+    default int mipmappedArrayGetMemoryRequirements(long requirements, long mipmap, int device) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → bytes (the width in elements) */
+    default int deviceGetTexture1DLinearMaxWidth(Out out, int format, int channels, int device) {
         return CuResult.NOT_SUPPORTED;
     }
 
@@ -708,6 +767,52 @@ public interface CudaBackend {
 
     /** cuMemPoolGetAccess for a device location → value (CUmemAccess_flags) */
     default int memPoolGetAccess(Out out, long pool, int device) {
+
+     * A 3D copy of {@code width} bytes × {@code height} rows × {@code depth} slices where either side
+     * may be an array ({@link #MEMORYTYPE_ARRAY}: the native array and its X/Y/Z offsets; pitch and
+     * height unused) or linear as in {@link #memcpy3D} (X/Y/Z 0). The caller has checked both sides.
+     */
+    default int memcpy3DArray(int dstType, long dst, long dstX, long dstY, long dstZ, long dstPitch, long dstHeight,
+                              int srcType, long src, long srcX, long srcY, long srcZ, long srcPitch, long srcHeight,
+                              long width, long height, long depth, long stream, boolean async) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuTexObjectCreate from native descriptors ({@code viewDesc} 0: none) → handle (the object's value) */
+    default int texObjectCreate(Out out, long resDesc, long texDesc, long viewDesc) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int texObjectDestroy(long tex) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Writes the 144-byte CUDA_RESOURCE_DESC (native handles) at {@code desc}. */
+    default int texObjectGetResourceDesc(long desc, long tex) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Writes the 104-byte CUDA_TEXTURE_DESC at {@code desc}. */
+    default int texObjectGetTextureDesc(long desc, long tex) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Writes the 112-byte CUDA_RESOURCE_VIEW_DESC at {@code desc}. */
+    default int texObjectGetResourceViewDesc(long desc, long tex) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuSurfObjectCreate from a native CUDA_RESOURCE_DESC → handle (the object's value) */
+    default int surfObjectCreate(Out out, long resDesc) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int surfObjectDestroy(long surf) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Writes the 144-byte CUDA_RESOURCE_DESC (native handles) at {@code desc}. */
+    default int surfObjectGetResourceDesc(long desc, long surf) {
         return CuResult.NOT_SUPPORTED;
     }
 }

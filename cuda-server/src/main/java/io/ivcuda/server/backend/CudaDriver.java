@@ -104,4 +104,25 @@ final class CudaDriver {
     static native int cuMemPoolSetAttribute(long pool, int attr, long pvalue);
     static native int cuMemPoolGetAttribute(long pool, int attr, long pvalue);
     static native int cuMemPoolTrimTo(long pool, long minBytesToKeep);
+
+    // ---- arrays and textures (issue 12) ----
+    static native int cuArray3DCreate_v2(long pHandle, long pDesc);
+    static native int cuArrayDestroy(long array);
+    static native int cuArrayGetDescriptor_v2(long pDesc, long array);
+    static native int cuArray3DGetDescriptor_v2(long pDesc, long array);
+    static native int cuArrayGetMemoryRequirements(long pReq, long array, int device);
+    static native int cuArrayGetPlane(long pPlane, long array, int plane);
+    static native int cuMipmappedArrayCreate(long pHandle, long pDesc, int levels);
+    static native int cuMipmappedArrayDestroy(long mipmap);
+    static native int cuMipmappedArrayGetLevel(long pLevel, long mipmap, int level);
+    static native int cuMipmappedArrayGetMemoryRequirements(long pReq, long mipmap, int device);
+    static native int cuDeviceGetTexture1DLinearMaxWidth(long pWidth, int format, int channels, int device);
+    static native int cuTexObjectCreate(long pTex, long pResDesc, long pTexDesc, long pViewDesc);
+    static native int cuTexObjectDestroy(long tex);
+    static native int cuTexObjectGetResourceDesc(long pResDesc, long tex);
+    static native int cuTexObjectGetTextureDesc(long pTexDesc, long tex);
+    static native int cuTexObjectGetResourceViewDesc(long pViewDesc, long tex);
+    static native int cuSurfObjectCreate(long pSurf, long pResDesc);
+    static native int cuSurfObjectDestroy(long surf);
+    static native int cuSurfObjectGetResourceDesc(long pResDesc, long surf);
 }

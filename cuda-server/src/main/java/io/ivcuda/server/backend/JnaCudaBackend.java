@@ -1406,6 +1406,84 @@ public final class JnaCudaBackend implements CudaBackend {
         }
         UnsafeApi.putLong(s(o, 0), 0);
         int r = CudaDriverVmm.cuMemGetAllocationGranularity(s(o, 0), prop(o, type, handleTypes, device, allocFlags), option);
+
+    // ---- arrays and textures (issue 12) ----
+
+    /** A CUDA_ARRAY3D_DESCRIPTOR (40 bytes) written into the scratch from slot 8 on. */
+    private static long array3D(Out o, long width, long height, long depth, int format, int channels, int flags) {
+        long d = s(o, 8);
+        UnsafeApi.putLong(d, width);
+        UnsafeApi.putLong(d + 8, height);
+        UnsafeApi.putLong(d + 16, depth);
+        UnsafeApi.putInt(d + 24, format);
+        UnsafeApi.putInt(d + 28, channels);
+        UnsafeApi.putInt(d + 32, flags);
+        UnsafeApi.putInt(d + 36, 0);
+        return d;
+    }
+
+    @Override
+    public int arrayCreate(Out o, long width, long height, long depth, int format, int channels, int flags) {
+        int r = cuArray3DCreate_v2(s(o, 0), array3D(o, width, height, depth, format, channels, flags));
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int arrayDestroy(long array) {
+        return cuArrayDestroy(array);
+    }
+
+    @Override
+    public int arrayGetDescriptor(long desc, long array) {
+        return cuArrayGetDescriptor_v2(desc, array);
+    }
+
+    @Override
+    public int array3DGetDescriptor(long desc, long array) {
+        return cuArray3DGetDescriptor_v2(desc, array);
+    }
+
+    @Override
+    public int arrayGetMemoryRequirements(long requirements, long array, int device) {
+        return cuArrayGetMemoryRequirements(requirements, array, device);
+    }
+
+    @Override
+    public int arrayGetPlane(Out o, long array, int plane) {
+        int r = cuArrayGetPlane(s(o, 0), array, plane);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int mipmappedArrayCreate(Out o, long width, long height, long depth, int format, int channels, int flags,
+                                    int levels) {
+        int r = cuMipmappedArrayCreate(s(o, 0), array3D(o, width, height, depth, format, channels, flags), levels);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int mipmappedArrayDestroy(long mipmap) {
+        return cuMipmappedArrayDestroy(mipmap);
+    }
+
+    @Override
+    public int mipmappedArrayGetLevel(Out o, long mipmap, int level) {
+        int r = cuMipmappedArrayGetLevel(s(o, 0), mipmap, level);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int mipmappedArrayGetMemoryRequirements(long requirements, long mipmap, int device) {
+        return cuMipmappedArrayGetMemoryRequirements(requirements, mipmap, device);
+    }
+
+    @Override
+    public int deviceGetTexture1DLinearMaxWidth(Out o, int format, int channels, int device) {
+        int r = cuDeviceGetTexture1DLinearMaxWidth(s(o, 0), format, channels, device);
         o.bytes = UnsafeApi.getLong(s(o, 0));
         return r;
     }
@@ -1433,6 +1511,48 @@ public final class JnaCudaBackend implements CudaBackend {
         }
         UnsafeApi.putLong(s(o, 0), 0);
         int r = CudaDriverVmm.cuMemCreate(s(o, 0), size, prop(o, type, handleTypes, device, allocFlags), flags);
+
+    /** CUDA_MEMCPY3D: the X/Y/Z and array fields of each side (the others are named in memcpy3D's block). */
+    private static final int SRC_X = 0, SRC_Y = 8, SRC_Z = 16, SRC_ARRAY = 56;
+    private static final int DST_X = 88, DST_Y = 96, DST_Z = 104, DST_ARRAY = 144;
+
+    @Override
+    public int memcpy3DArray(int dstType, long dst, long dstX, long dstY, long dstZ, long dstPitch, long dstHeight,
+                             int srcType, long src, long srcX, long srcY, long srcZ, long srcPitch, long srcHeight,
+                             long width, long height, long depth, long stream, boolean async) {
+        long p = MEMCPY3D.get();
+        UnsafeApi.setMemory(p, MEMCPY3D_SIZE, (byte) 0);
+        UnsafeApi.putInt(p + SRC_MEMORY_TYPE, srcType);
+        if (srcType == MEMORYTYPE_ARRAY) {
+            UnsafeApi.putLong(p + SRC_ARRAY, src);
+            UnsafeApi.putLong(p + SRC_X, srcX);
+            UnsafeApi.putLong(p + SRC_Y, srcY);
+            UnsafeApi.putLong(p + SRC_Z, srcZ);
+        } else {
+            UnsafeApi.putLong(p + (srcType == MEMORYTYPE_HOST ? SRC_HOST : SRC_DEVICE), src);
+            UnsafeApi.putLong(p + SRC_PITCH, srcPitch);
+            UnsafeApi.putLong(p + SRC_HEIGHT, srcHeight);
+        }
+        UnsafeApi.putInt(p + DST_MEMORY_TYPE, dstType);
+        if (dstType == MEMORYTYPE_ARRAY) {
+            UnsafeApi.putLong(p + DST_ARRAY, dst);
+            UnsafeApi.putLong(p + DST_X, dstX);
+            UnsafeApi.putLong(p + DST_Y, dstY);
+            UnsafeApi.putLong(p + DST_Z, dstZ);
+        } else {
+            UnsafeApi.putLong(p + (dstType == MEMORYTYPE_HOST ? DST_HOST : DST_DEVICE), dst);
+            UnsafeApi.putLong(p + DST_PITCH, dstPitch);
+            UnsafeApi.putLong(p + DST_HEIGHT, dstHeight);
+        }
+        UnsafeApi.putLong(p + WIDTH, width);
+        UnsafeApi.putLong(p + HEIGHT, height);
+        UnsafeApi.putLong(p + DEPTH, depth);
+        return async ? cuMemcpy3DAsync_v2(p, stream) : cuMemcpy3D_v2(p);
+    }
+
+    @Override
+    public int texObjectCreate(Out o, long resDesc, long texDesc, long viewDesc) {
+        int r = cuTexObjectCreate(s(o, 0), resDesc, texDesc, viewDesc);
         o.handle = UnsafeApi.getLong(s(o, 0));
         return r;
     }
@@ -1529,6 +1649,29 @@ public final class JnaCudaBackend implements CudaBackend {
         UnsafeApi.putShort(p + 32, (short) usage);
         UnsafeApi.putLong(s(o, 0), 0);
         int r = CudaDriverVmm.cuMemPoolCreate(s(o, 0), p);
+
+    public int texObjectDestroy(long tex) {
+        return cuTexObjectDestroy(tex);
+    }
+
+    @Override
+    public int texObjectGetResourceDesc(long desc, long tex) {
+        return cuTexObjectGetResourceDesc(desc, tex);
+    }
+
+    @Override
+    public int texObjectGetTextureDesc(long desc, long tex) {
+        return cuTexObjectGetTextureDesc(desc, tex);
+    }
+
+    @Override
+    public int texObjectGetResourceViewDesc(long desc, long tex) {
+        return cuTexObjectGetResourceViewDesc(desc, tex);
+    }
+
+    @Override
+    public int surfObjectCreate(Out o, long resDesc) {
+        int r = cuSurfObjectCreate(s(o, 0), resDesc);
         o.handle = UnsafeApi.getLong(s(o, 0));
         return r;
     }
@@ -1552,5 +1695,13 @@ public final class JnaCudaBackend implements CudaBackend {
         int r = CudaDriverVmm.cuMemPoolGetAccess(s(o, 0), pool, deviceLocation(s(o, 1), device));
         o.value = UnsafeApi.getInt(s(o, 0));
         return r;
+
+    public int surfObjectDestroy(long surf) {
+        return cuSurfObjectDestroy(surf);
+    }
+
+    @Override
+    public int surfObjectGetResourceDesc(long desc, long surf) {
+        return cuSurfObjectGetResourceDesc(desc, surf);
     }
 }

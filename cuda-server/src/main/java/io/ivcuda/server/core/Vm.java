@@ -48,6 +48,7 @@ public final class Vm {
     private final Libraries libraries = new Libraries();
     private final HostCalls hostCalls;
     private final GraphState graphs;
+    private final ArrayObjects arrays;
 
     /**
      * @param memoryQuota bytes of device memory the VM may hold, 0 = no limit
@@ -70,7 +71,13 @@ public final class Vm {
         this.pool = new PoolAllocator(layout.poolSize());
         this.hostCalls = new HostCalls(refusals);
         this.graphs = new GraphState(handles, backend);
+        this.arrays = new ArrayObjects(handles, backend);
         this.reclaimed = new ReclaimedTokens(limits.processes());
+    }
+
+    /** Arrays' geometry and quota, texture and surface objects (docs/memory.md). */
+    public ArrayObjects arrays() {
+        return arrays;
     }
 
     /** Graph handles being captured, and the reclaim of graphs (docs/graphs.md). */
@@ -306,6 +313,8 @@ public final class Vm {
         int blocks = pool.freeAllOf(token).size();
         // graphs before the streams and contexts they were captured on or live in
         graphs.reclaim(token, out);
+        // texture and surface objects, then the arrays they read, before contexts go
+        release(arrays.reclaim(token, out));
         List<HandleTable.Entry> entries = handles.ownedBy(token);
         // the driver's memory pools (HandleKinds.MEMPOOL, extra 0) are only forgotten; created ones
         // (extra 1, api/vmm.api) are destroyed, after the allocations made from them

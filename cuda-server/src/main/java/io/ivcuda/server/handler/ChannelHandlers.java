@@ -28,7 +28,8 @@ public final class ChannelHandlers implements ChannelCalls {
                 new CopyHandler(session), new StreamHandler(session), launch,
                 new ExportHandler(session), new LibraryHandler(session), new KernelLaunchHandler(session, launch),
                 new ContextExtHandler(session), new LinkHandler(session), new DeviceOutputHandler(session),
-                new StridedCopyHandler(session), new PoolHandler(session), new StreamQueryHandler(session),
+                new StridedCopyHandler(session), new PoolHandler(session), new ArrayHandler(session),
+                new ArrayCopyHandler(session), new TextureHandler(session), new StreamQueryHandler(session),
                 new MemOpHandler(session), new HostFnHandler(session), new CaptureHandler(session),
                 new GraphHandler(session), new GraphNodeHandler(session),
                 new GraphBuildHandler(session, launch), new VmmHandler(session), new CreatedPoolHandler(session));
