@@ -52,6 +52,7 @@ struct fake_state {
     uint8_t link_image[65536];      /* ivc_link_add_data inputs, concatenated */
     uint64_t link_size;
     atomic_int link_destroys;
+    atomic_int nvml_init_status;    /* ivc_nvml_init's NVML status (0: a device) */
 };
 
 extern struct fake_state fake;
