@@ -41,10 +41,13 @@ static void figure(char *out, size_t size, nvmlReturn_t r, unsigned value, const
         snprintf(out, size, "N/A");
 }
 
-static int usage(void)
+static int usage(FILE *to, int status)
 {
-    fprintf(stderr, "usage: ivcuda-smi [--version]\n");
-    return 2;
+    fprintf(to, "usage: ivcuda-smi [--help] [--version]\n"
+                "Shows this VM's view of its GPU through the guest NVML (libnvidia-ml.so.1): name, bus id,\n"
+                "temperature, power, utilisation, memory (with a quota, the VM's use of its quota) and this\n"
+                "VM's processes. Exit 0, or 1 when NVML cannot start (no ivcuda device or no server).\n");
+    return status;
 }
 
 int main(int argc, char **argv)
@@ -57,8 +60,10 @@ int main(int argc, char **argv)
 #endif
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "--help") == 0)
+        return usage(stdout, 0);
     if (argc != 1)
-        return usage();
+        return usage(stderr, 2);
     nvmlReturn_t r = nvmlInit_v2();
     if (r != NVML_SUCCESS) {
         fprintf(stderr, "ivcuda-smi: NVML cannot start: %s (%d); is this a VM with an ivcuda GPU and its server running?\n",

@@ -136,7 +136,8 @@ final class NvmlHandler implements NvmlCalls {
                 processes.add(new long[] {owner.pid(), bytes});
             }
         }
-        int words = Math.min(Math.min(capacity, MAX_PROCESS_WORDS), r.outbufCapacity() / 8) & ~1;
+        // capacity is the guest's u32: above 2^31 it arrives negative, and is then no room at all
+        int words = Math.max(0, Math.min(Math.min(capacity, MAX_PROCESS_WORDS), r.outbufCapacity() / 8)) & ~1;
         int fit = Math.min(processes.size(), words / 2);
         for (int i = 0; i < fit; i++) {
             r.buffer().putLong(r.outbufIndex() + 16 * i, processes.get(i)[0], ByteOrder.LITTLE_ENDIAN);
