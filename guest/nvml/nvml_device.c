@@ -119,40 +119,40 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInf
 }
 
 /* The memory figures: with a quota the VM's (docs/sharing.md), as cuMemGetInfo's. */
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+static nvmlReturn_t memory_figures(nvmlDevice_t device, const void *memory, uint64_t figures[4])
 {
     nvmlReturn_t r = ivc_nvml_check(device);
     if (r != NVML_SUCCESS)
         return r;
     if (memory == NULL)
         return NVML_ERROR_INVALID_ARGUMENT;
-    uint64_t total = 0, reserved = 0, free = 0, used = 0;
-    r = ivc_nvml_get_memory(&total, &reserved, &free, &used);
+    return ivc_nvml_get_memory(&figures[0], &figures[1], &figures[2], &figures[3]);
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+    uint64_t f[4] = {0, 0, 0, 0}; /* total, reserved, free, used */
+    nvmlReturn_t r = memory_figures(device, memory, f);
     if (r != NVML_SUCCESS)
         return r;
-    memory->total = total;
-    memory->free = free;
-    memory->used = used + reserved; /* v1 has no reserved: it is in use */
+    memory->total = f[0];
+    memory->free = f[2];
+    memory->used = f[3] + f[1]; /* v1 has no reserved: it is in use */
     return NVML_SUCCESS;
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
-    nvmlReturn_t r = ivc_nvml_check(device);
-    if (r != NVML_SUCCESS)
-        return r;
-    if (memory == NULL)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    if (memory->version != nvmlMemory_v2)
+    if (memory != NULL && memory->version != nvmlMemory_v2 && ivc_nvml_check(device) == NVML_SUCCESS)
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    uint64_t total = 0, reserved = 0, free = 0, used = 0;
-    r = ivc_nvml_get_memory(&total, &reserved, &free, &used);
+    uint64_t f[4] = {0, 0, 0, 0};
+    nvmlReturn_t r = memory_figures(device, memory, f);
     if (r != NVML_SUCCESS)
         return r;
-    memory->total = total;
-    memory->reserved = reserved;
-    memory->free = free;
-    memory->used = used;
+    memory->total = f[0];
+    memory->reserved = f[1];
+    memory->free = f[2];
+    memory->used = f[3];
     return NVML_SUCCESS;
 }
 

@@ -7,48 +7,27 @@ import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.core.MemoryQuota;
 import io.ivcuda.server.gen.Requests;
-import java.nio.file.Path;
-import java.util.List;
-import org.junit.jupiter.api.AfterEach;
+import io.ivcuda.server.backend.HostMemoryBackend;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Issue 15: with a memory quota the guest's cuMemGetInfo and cuDeviceTotalMem report the quota and
  * the VM's use of it, and they agree with the quota's enforcement: what is reported free can be
  * allocated, one byte more cannot.
  */
-class MemoryQuotaViewTest {
-    static final long SIZE = 32L << 20;
+class MemoryQuotaViewTest extends HostMemoryGuestCase {
     static final long TOKEN = (1515L << 32) | 0x15;
     /** HostMemoryBackend's card. */
     static final long CARD = 1L << 30;
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
-
-    Channel start(long quota) throws Exception {
-        Path region = dir.resolve("region");
-        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory", "memory.quota=" + quota, "wait.park.max.us=200")));
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-        Channel c = guest.claim(0, TOKEN);
-        assertEquals(CuResult.SUCCESS, c.hello().result());
-        assertEquals(CuResult.SUCCESS, c.call(Requests.cuInit(0)).result());
-        return c;
+    @Override
+    long token() {
+        return TOKEN;
     }
 
-    @AfterEach
-    void stop() {
-        if (guest != null) {
-            guest.close();
-        }
-        if (server != null) {
-            server.close();
-        }
+    Channel start(long quota) throws Exception {
+        start(new HostMemoryBackend(), "memory.quota=" + quota, "wait.park.max.us=200");
+        return greeted(0);
     }
 
     private static long[] memGetInfo(Channel c) {

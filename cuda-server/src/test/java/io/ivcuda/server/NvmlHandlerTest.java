@@ -11,28 +11,24 @@ import io.ivcuda.server.backend.NvmlResult;
 import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.gen.Requests;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.agrona.UnsafeApi;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The guest's NVML as the server answers it (api/sharing.api, docs/sharing.md): the host-memory
  * backend has no NVML and says so; with a host NVML (here a stand-in that answers like one, for
  * the server's filtering only) the guest sees its quota as memory and its own processes only.
  */
-class NvmlHandlerTest {
-    static final long SIZE = 32L << 20;
+class NvmlHandlerTest extends HostMemoryGuestCase {
     static final long TOKEN = (6500L << 32) | 0x65;
     static final long CARD = 80L << 30;
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
+    @Override
+    long token() {
+        return TOKEN;
+    }
 
     /** A host-memory backend with an NVML stand-in: what the server does with NVML's answers is tested, not NVML. */
     static final class StandInNvml extends HostMemoryBackend {
@@ -74,29 +70,16 @@ class NvmlHandlerTest {
     }
 
     Channel start(HostMemoryBackend backend, long quota) throws Exception {
-        Path region = dir.resolve("region");
-        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory", "memory.quota=" + quota, "wait.park.max.us=200")), backend);
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-        return greeted(0, TOKEN);
+        start(backend, "memory.quota=" + quota, "wait.park.max.us=200");
+        return greeted(0);
     }
 
-    Channel greeted(int index, long token) {
+    /** Another process of the VM, greeted and past cuInit. */
+    Channel another(int index, long token) {
         Channel c = guest.claim(index, token);
         assertEquals(CuResult.SUCCESS, c.hello().result());
         assertEquals(CuResult.SUCCESS, c.call(Requests.cuInit(0)).result());
         return c;
-    }
-
-    @AfterEach
-    void stop() {
-        if (guest != null) {
-            guest.close();
-        }
-        if (server != null) {
-            server.close();
-        }
     }
 
     /** out 0 is NVML's status: the call itself always succeeds. */
@@ -161,7 +144,7 @@ class NvmlHandlerTest {
         Response a = c.call(Requests.ivc_mem_alloc(300_000));
         assertEquals(CuResult.SUCCESS, a.result());
         // a second process of the VM that holds nothing is not a compute process
-        greeted(1, TOKEN + 1);
+        another(1, TOKEN + 1);
         Response m = c.call(Requests.ivc_nvml_memory());
         assertEquals(NvmlResult.SUCCESS, status(m));
         assertEquals(1 << 20, m.out(1), "total: the quota");
