@@ -1,34 +1,30 @@
 /* Export table 42d85a81, the tools TLS (24 bytes: size word + 2 slots). cuBLASLt calls slot 2
- * before its work (82 calls in one sgemm program, trace of driver 580: /work/.device/4 in the
- * session's notes, docs/export-tables.md) with a pointer as its first argument; the driver writes
- * one pointer there — the same heap address on every call of a thread — and answers 0. Refused,
- * cuBLAS answers CUBLAS_STATUS_NOT_SUPPORTED to every call (measured: matrixMulCUBLAS, PyTorch's
- * matmul through ivcuda). What the driver keeps behind that pointer is its per-thread state for
- * profiling tools; with no tool attached nothing sets it, so a zeroed block per thread stands in
- * for it. The block lives as long as the process: cuBLASLt may keep the pointer after the thread
- * that asked is gone. */
-#include <stdint.h>
-#include <stdlib.h>
+ * before its work (82 calls in one sgemm program) with a pointer as its first argument; driver
+ * 580 writes one pointer there — the same on every call of a thread — and answers 0.
+ *
+ * That pointer is the thread's current context: cuBLASLt hands it on as the first argument of
+ * slot 4 of table 21318c60, which the driver trace shows to be the value cuCtxGetCurrent gives
+ * (0x3cd2dc40 in PyTorch's matmul on the H200, 2026-12-01), and through ivcuda slot 4 received
+ * whatever slot 2 wrote. With a stand-in block there (ivcuda before this), cuBLASLt's lazily
+ * loaded kernels were looked up with a NULL library (cuLibraryGetKernel -> 400, then
+ * CUBLAS_STATUS_INTERNAL_ERROR in PyTorch's bf16 GEMMs): it keys its loaded libraries by that
+ * context. So slot 2 answers what cuCtxGetCurrent answers, NULL included when no context is
+ * current. Refused altogether, cuBLAS answers CUBLAS_STATUS_NOT_SUPPORTED to every call. */
 
 #include "export_tables.h"
+#include "ivc_api.h"
 #include "ivc_internal.h"
 #include "log.h"
-
-/* Larger than any tools state the driver could hand out in its 24-byte table's world; only read. */
-#define TOOLS_STATE_SIZE 4096
-
-static _Thread_local void *thread_state;
 
 CUresult ivc_tools_tls_slot2(void **state)
 {
     if (state == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (thread_state == NULL) {
-        thread_state = calloc(1, TOOLS_STATE_SIZE);
-        if (thread_state == NULL)
-            return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    *state = thread_state;
-    ivc_trace("tools TLS slot 2 -> %p", thread_state);
+    CUcontext current = NULL;
+    CUresult r = cuCtxGetCurrent(&current);
+    if (r != CUDA_SUCCESS)
+        return r;
+    *state = (void *)current;
+    ivc_trace("tools TLS slot 2 -> %p (the current context)", (void *)current);
     return CUDA_SUCCESS;
 }
