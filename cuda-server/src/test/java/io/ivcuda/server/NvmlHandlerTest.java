@@ -123,6 +123,12 @@ class NvmlHandlerTest extends HostMemoryGuestCase {
         assertEquals(NvmlResult.INVALID_ARGUMENT, status(c.call(Requests.ivc_nvml_string(99, 96))));
         assertEquals(NvmlResult.INVALID_ARGUMENT, status(c.call(Requests.ivc_nvml_value(0, 0))));
         assertEquals(NvmlResult.INVALID_ARGUMENT, status(c.call(Requests.ivc_nvml_value(-1, 0))));
+        // arguments out of NVML's ranges: a sensor, a clock type, an argument where none is taken
+        assertEquals(NvmlResult.INVALID_ARGUMENT, status(c.call(Requests.ivc_nvml_value(NvmlQuery.TEMPERATURE, 1))));
+        assertEquals(NvmlResult.INVALID_ARGUMENT, status(c.call(Requests.ivc_nvml_value(NvmlQuery.CLOCK, 4))));
+        assertEquals(NvmlResult.INVALID_ARGUMENT, status(c.call(Requests.ivc_nvml_value(NvmlQuery.MAX_CLOCK, -1))));
+        assertEquals(NvmlResult.INVALID_ARGUMENT, status(c.call(Requests.ivc_nvml_value(NvmlQuery.POWER_USAGE, 7))));
+        assertEquals(NvmlResult.SUCCESS, status(c.call(Requests.ivc_nvml_value(NvmlQuery.CLOCK, 3))));
         Response util = c.call(Requests.ivc_nvml_value(NvmlQuery.UTILIZATION, 0));
         assertEquals(NvmlResult.SUCCESS, status(util));
         assertEquals(42 | (7L << 32), util.out(1));

@@ -24,6 +24,9 @@ final class NvmlHandler implements NvmlCalls {
     static final int MAX_STRING = 256;
     /** Most u64s of the processes' (pid, bytes) pairs one answer carries. */
     static final int MAX_PROCESS_WORDS = 512;
+    /** nvml.h: NVML_TEMPERATURE_GPU, the one sensor; NVML_CLOCK_COUNT clock types (graphics, SM, memory, video). */
+    static final int TEMPERATURE_GPU = 0;
+    static final int CLOCK_TYPES = 4;
 
     private final Session session;
 
@@ -86,6 +89,17 @@ final class NvmlHandler implements NvmlCalls {
     public int ivc_nvml_value(Reply r, int what, int arg) {
         if (what < NvmlQuery.TEMPERATURE || what > NvmlQuery.LAST_VALUE) {
             session.warn("what", what + " is not one (status NVML_ERROR_INVALID_ARGUMENT)", CuResult.SUCCESS);
+            r.set(0, NvmlResult.INVALID_ARGUMENT);
+            return CuResult.SUCCESS;
+        }
+        // the host's NVML checks its arguments too; the guest's are bounded here all the same
+        boolean argOk = switch (what) {
+            case NvmlQuery.TEMPERATURE -> arg == TEMPERATURE_GPU;
+            case NvmlQuery.CLOCK, NvmlQuery.MAX_CLOCK -> arg >= 0 && arg < CLOCK_TYPES;
+            default -> arg == 0;
+        };
+        if (!argOk) {
+            session.warn("arg", arg + " for what " + what + " (status NVML_ERROR_INVALID_ARGUMENT)", CuResult.SUCCESS);
             r.set(0, NvmlResult.INVALID_ARGUMENT);
             return CuResult.SUCCESS;
         }
