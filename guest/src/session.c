@@ -23,6 +23,9 @@ static pthread_key_t thread_key;
 static int key_created;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+/* Set once ivc_process_exit went: the server frees the process, so nothing more is sent
+ * (exit handlers registered before ours, as cudart's teardown, run after it). */
+static int process_exited;
 
 static CUresult hello(struct ivc_channel *ch)
 {
@@ -102,6 +105,7 @@ static void process_exit(void)
     }
     if (!ch->broken)
         notice(ch, IVC_OP_ivc_process_exit, "ivc_process_exit");
+    __atomic_store_n(&process_exited, 1, __ATOMIC_RELEASE);
     ivc_interrupts_report();
     ivc_channel_release_all();
     thread_channel = NULL;
@@ -143,6 +147,12 @@ CUresult ivc_begin(struct ivc_call *call, uint32_t opcode, const char *name)
         ivc_trace("%s -> %d (before cuInit)", name, CUDA_ERROR_NOT_INITIALIZED);
         return CUDA_ERROR_NOT_INITIALIZED;
     }
+    if (__atomic_load_n(&process_exited, __ATOMIC_ACQUIRE)) {
+        /* as the driver answers once it is shut down: the server is freeing this process, and
+         * a hello of its token now would be refused (a new session would see none of its state) */
+        ivc_trace("%s -> %d (after ivc_process_exit)", name, CUDA_ERROR_DEINITIALIZED);
+        return CUDA_ERROR_DEINITIALIZED;
+    }
     struct ivc_channel *ch = thread_channel;
     if (ch == NULL || !ch->in_use) {
         CUresult r = claim_for_thread(&ch);
@@ -168,6 +178,7 @@ CUresult ivc_begin(struct ivc_call *call, uint32_t opcode, const char *name)
 void ivc_session_forget_process(void)
 {
     thread_channel = NULL;
+    process_exited = 0;
     if (key_created)
         pthread_setspecific(thread_key, NULL);
 }

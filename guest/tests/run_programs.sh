@@ -23,6 +23,8 @@ run "$BUILD/programs/xfer_check" 4032 2
 run "$BUILD/programs/xfer_check" 1000003 4
 run "$BUILD/programs/xfer_check" 65536 3 pinned
 run "$BUILD/programs/fork_check" 300001
+# calls from exit handlers after ivc_process_exit (cudart's teardown): no new hello
+run "$BUILD/programs/exit_teardown_check"
 # cudart dlcloses libcuda.so.1 after a failed initialisation: our threads must not be unmapped
 run "$BUILD/programs/unload_check" "$BUILD/libcuda.so.1" 4
 

@@ -116,10 +116,12 @@ final class LivenessMonitor {
             l.seenNow = true;
         }
         // tokens with state but no channel: present in the check as a sum that never moves
-        for (Long token : vm.owners().keySet()) {
+        for (var owner : vm.owners().entrySet()) {
+            Long token = owner.getKey();
             Liveness l = liveness.get(token);
             if (l == null) {
-                if (watcher.reclaiming(token)) {
+                // a closed owner is being reclaimed (and freed once): not queued again
+                if (watcher.reclaiming(token) || owner.getValue().closed()) {
                     continue;
                 }
                 l = new Liveness();

@@ -41,6 +41,28 @@ public final class GraphState {
     }
 
     /**
+     * The capture of a provisional graph failed and the driver freed the graph: its handle goes.
+     * False (nothing done) if the handle was not provisional, or a reclaim took it first. One step
+     * with the reclaim's take, so the graph is either left to the driver or destroyed by the reclaim,
+     * never both.
+     */
+    public synchronized boolean forgetFailedCapture(long id) {
+        if (!provisional.remove(id)) {
+            return false;
+        }
+        handles.remove(id);
+        return true;
+    }
+
+    /** Takes the handle for the reclaim; null if it is gone, else whether it named a graph being captured. */
+    private synchronized Boolean take(long id) {
+        if (!handles.takeForReclaim(id)) {
+            return null;
+        }
+        return provisional.remove(id);
+    }
+
+    /**
      * Frees the token's executable graphs and graphs (in their contexts) and forgets its node
      * handles; a graph still being captured is left to its stream, which the reclaim destroys
      * next. Called by {@link Vm#reclaim} before the other kinds.
@@ -52,8 +74,11 @@ public final class GraphState {
                 if (e.kind() != kind) {
                     continue;
                 }
-                handles.remove(e.id());
-                boolean capturing = provisional.remove(e.id());
+                Boolean provisionalGraph = take(e.id());
+                if (provisionalGraph == null) {
+                    continue; // destroyed (or its capture failed) by a call of the process: not twice
+                }
+                boolean capturing = provisionalGraph;
                 if (kind == KIND_GRAPH_EXEC) {
                     inContext(e.extra(), out, () -> backend.graphExecDestroy(e.nativeValue()));
                 } else if (kind == KIND_GRAPH && !capturing) {

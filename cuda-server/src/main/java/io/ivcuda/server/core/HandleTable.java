@@ -6,9 +6,12 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.agrona.collections.IntHashSet;
 import org.agrona.collections.Long2ObjectHashMap;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
 
 /**
  * The VM's handle table: guest-visible ids {@code kind << 56 | generation << 32 | index} minted
@@ -26,6 +29,7 @@ import org.agrona.collections.Long2ObjectHashMap;
  * inside a driver call with it.
  */
 public final class HandleTable {
+    private static final Logger LOG = LogManager.getLogger(HandleTable.class);
     public static final int KIND_CTX = HandleKinds.CTX;
     public static final int KIND_MODULE = HandleKinds.MODULE;
     public static final int KIND_FUNCTION = HandleKinds.FUNCTION;
@@ -194,6 +198,7 @@ public final class HandleTable {
             if (released) {
                 remove(id);
             }
+            notifyAll(); // a reclaim waiting to take it goes on
         }
     }
 
@@ -220,6 +225,36 @@ public final class HandleTable {
             remove(e.id());
         }
         return gone.size();
+    }
+
+    /** How long a reclaim waits for a call that still uses one of the process's handles. */
+    static final long RECLAIM_WAIT_MS = 10_000;
+
+    /**
+     * Removes the entry for a reclaim, which then destroys its native object: first waits (up to
+     * {@link #RECLAIM_WAIT_MS}) until no call pins it and no call is destroying it. False when it is
+     * gone — a call of the process destroyed it meanwhile, so the reclaim must not destroy it again —
+     * or when a call still holds it after the wait (its object is then left alive: a leak, never a
+     * second destroy or a destroy under a running call).
+     */
+    public synchronized boolean takeForReclaim(long id) {
+        int index = (int) (id & 0xffffffffL);
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(RECLAIM_WAIT_MS);
+        while (at(id) != null && (pins[index] > 0 || releasing[index])) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                LOG.warn("handle {}: still used by a call {} ms into its process's reclaim: left alive",
+                        Long.toHexString(id), RECLAIM_WAIT_MS);
+                return false;
+            }
+            try {
+                wait(Math.max(1, Math.min(10, left / 1_000_000)));
+            } catch (InterruptedException ex) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+        return remove(id);
     }
 
     /** Removes a live entry; its index is reused with the next generation. */

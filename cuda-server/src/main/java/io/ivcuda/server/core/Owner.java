@@ -1,5 +1,6 @@
 package io.ivcuda.server.core;
 
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** Per-process state of one owner token (docs/protocol.md §3): what reclaim must free. */
@@ -8,6 +9,7 @@ public final class Owner {
     private final DeviceRanges ranges = new DeviceRanges();
     private final AtomicInteger primaryRetains = new AtomicInteger();
     private volatile boolean closed;
+    private final AtomicBoolean reclaimed = new AtomicBoolean();
 
     public Owner(long token) {
         this.token = token;
@@ -35,5 +37,14 @@ public final class Owner {
 
     public void close() {
         closed = true;
+    }
+
+    /**
+     * True for the one caller that frees this process's resources: a second reclaim of the same
+     * process (its exit, then its dead heartbeat; or the server's stop) frees nothing twice.
+     */
+    public boolean beginReclaim() {
+        closed = true;
+        return reclaimed.compareAndSet(false, true);
     }
 }

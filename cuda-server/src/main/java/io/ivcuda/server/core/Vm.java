@@ -36,6 +36,7 @@ public final class Vm {
     private final RefusalLog refusals;
     private final PoolAllocator pool;
     private final Map<Long, Owner> owners = new ConcurrentHashMap<>();
+    private final ReclaimedTokens reclaimed;
     private final Map<String, Image> images = new ConcurrentHashMap<>();
     private final AtomicLong allocated = new AtomicLong();
     private final HostGpu gpu;
@@ -67,6 +68,7 @@ public final class Vm {
         this.pool = new PoolAllocator(layout.poolSize());
         this.hostCalls = new HostCalls(refusals);
         this.graphs = new GraphState(handles, backend);
+        this.reclaimed = new ReclaimedTokens(limits.processes());
     }
 
     /** Graph handles being captured, and the reclaim of graphs (docs/graphs.md). */
@@ -154,11 +156,17 @@ public final class Vm {
         if (o != null) {
             return o.closed() ? null : o;
         }
-        if (owners.size() >= limits.processes()) {
+        // read after the owners: a reclaim remembers the token before it drops the owner
+        if (reclaimed.contains(token) || owners.size() >= limits.processes()) {
             return null;
         }
         o = owners.computeIfAbsent(token, Owner::new);
         return o.closed() ? null : o;
+    }
+
+    /** Whether the token's process was reclaimed (it exited, or was found dead): it gets no new session. */
+    public boolean wasReclaimed(long token) {
+        return reclaimed.contains(token);
     }
 
     public Owner existingOwner(long token) {
@@ -282,13 +290,25 @@ public final class Vm {
     /**
      * Frees everything the token holds (its workers must have stopped): device allocations, pool
      * blocks, functions, modules, events, streams, contexts it created, primary-context retains.
+     * Once: a second reclaim of the token frees nothing. The owner stays in {@link #owners} (closed:
+     * its hellos are refused) until everything is freed, and the token is then remembered as
+     * reclaimed, so the dying process never gets a new session that could use or destroy what this
+     * reclaim destroys.
      */
     public void reclaim(long token, Out out) {
-        Owner owner = owners.remove(token);
-        if (owner == null) {
+        Owner owner = owners.get(token);
+        if (owner == null || !owner.beginReclaim()) {
             return;
         }
-        owner.close();
+        try {
+            free(token, owner, out);
+        } finally {
+            reclaimed.add(token);
+            owners.remove(token, owner);
+        }
+    }
+
+    private void free(long token, Owner owner, Out out) {
         // first: a driver thread waiting for this process's host function goes on
         hostCalls.reclaim(token);
         integrity.kill(token);
@@ -308,10 +328,10 @@ public final class Vm {
             HandleTable.KIND_MODULE, HandleTable.KIND_LIBRARY, HandleTable.KIND_LINK, HandleTable.KIND_CTX};
         for (int kind : order) {
             for (HandleTable.Entry e : entries) {
-                if (e.kind() != kind) {
+                // a call of the process may have destroyed it meanwhile: destroyed once, never twice
+                if (e.kind() != kind || !handles.takeForReclaim(e.id())) {
                     continue;
                 }
-                handles.remove(e.id());
                 switch (kind) {
                     case HandleTable.KIND_EVENT -> withContext(e.extra(), out, () -> backend.eventDestroy(e.nativeValue()));
                     case HandleTable.KIND_STREAM -> withContext(e.extra(), out, () -> backend.streamDestroy(e.nativeValue()));

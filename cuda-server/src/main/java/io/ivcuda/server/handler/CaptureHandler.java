@@ -53,8 +53,7 @@ final class CaptureHandler implements CaptureCalls {
             // a failed capture's graph is freed by the driver (unless it was the program's own: ToGraph)
             HandleTable.Entry e = captured == 0 ? null
                     : session.vm.handles().findNative(GraphState.KIND_GRAPH, session.token(), captured);
-            if (e != null && session.vm.graphs().settle(e.id())) {
-                session.vm.handles().remove(e.id());
+            if (e != null && session.vm.graphs().forgetFailedCapture(e.id())) {
                 GraphHandles.forgetNodes(session, captured);
             }
             return result;

@@ -40,7 +40,7 @@ final class SessionHandler implements SessionCalls {
         if (!session.greet()) {
             String message = session.vm.owners().size() >= session.vm.limits().processes()
                     ? "the server holds limit.processes " + session.vm.limits().processes() + " processes of this VM"
-                    : "this process is being reclaimed (it exited, or was found dead)";
+                    : "this process exited or was found dead: the server reclaimed it, its CUDA state is gone";
             session.warn("token", message, CuResult.NOT_INITIALIZED);
             return refused(r, message);
         }

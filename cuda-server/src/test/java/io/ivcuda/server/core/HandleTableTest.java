@@ -5,6 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 
@@ -86,5 +90,33 @@ class HandleTableTest {
         assertNull(r.removeAllocation(1001));
         assertNotNull(r.removeAllocation(1000));
         assertFalse(r.contains(1000, 1));
+    }
+
+    /**
+     * A reclaim takes a handle only once no call uses it, and not at all when a call of the process
+     * destroyed it meanwhile: it destroyed the same driver object a second time before (issue 13,
+     * glibc's "double free or corruption" on the H200).
+     */
+    @Test
+    void aReclaimTakesNothingACallDestroyedAndWaitsForCallsThatUseIt() throws Exception {
+        HandleTable t = new HandleTable();
+        long destroyed = t.mint(HandleTable.KIND_STREAM, 7, 0x51, 0);
+        long pinned = t.mint(HandleTable.KIND_STREAM, 7, 0x52, 0);
+        // a call is destroying the first when the reclaim comes
+        assertNotNull(t.beginRelease(destroyed, HandleTable.KIND_STREAM, 7));
+        CompletableFuture<Boolean> take = CompletableFuture.supplyAsync(() -> t.takeForReclaim(destroyed));
+        Thread.sleep(50);
+        assertFalse(take.isDone(), "the reclaim waits for the destroying call");
+        t.endRelease(destroyed, true);
+        assertFalse(take.get(5, TimeUnit.SECONDS), "and leaves what the call destroyed alone");
+        // a call uses the second
+        assertNotNull(t.pin(pinned, HandleTable.KIND_STREAM, 7));
+        CompletableFuture<Boolean> takePinned = CompletableFuture.supplyAsync(() -> t.takeForReclaim(pinned));
+        Thread.sleep(50);
+        assertFalse(takePinned.isDone(), "the reclaim waits for the call that uses it");
+        t.unpin(pinned);
+        assertTrue(takePinned.get(5, TimeUnit.SECONDS), "then takes it");
+        assertEquals(0, t.size());
+        assertFalse(t.takeForReclaim(pinned), "once");
     }
 }
