@@ -17,6 +17,7 @@
 #include "cache.h"
 #include "channel.h"
 #include "interrupts.h"
+#include "current_context.h"
 #include "launch.h"
 #include "memory.h"
 #include "module.h"
@@ -36,6 +37,7 @@ static void forget_process(void)
     ivc_pinned_forget_process();
     ivc_module_forget_process();
     ivc_launch_forget_process();
+    ivc_current_context_changed_anywhere();
 }
 
 __attribute__((constructor)) static void register_fork_handler(void)

@@ -53,6 +53,7 @@ struct fake_state {
     uint64_t link_size;
     atomic_int link_destroys;
     atomic_int nvml_init_status;    /* ivc_nvml_init's NVML status (0: a device) */
+    atomic_ullong current_context;  /* cuCtxSetCurrent's last context (0: the primary context's) */
 };
 
 extern struct fake_state fake;
