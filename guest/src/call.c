@@ -12,6 +12,7 @@
 
 #include "cache.h"
 #include "call.h"
+#include "device_output.h"
 #include "ivc_api.h"
 #include "log.h"
 #include "wait.h"
@@ -138,6 +139,8 @@ CUresult ivc_await(struct ivc_call *call)
     }
     call->response = ch->response + IVC_MSG_HEADER;
     call->response_length = length;
+    if (call->opcode != IVC_OP_ivc_device_output_read && ivc_read32(ch->base + IVC_CH_OUTPUT_PENDING) != 0)
+        ivc_device_output_deliver(call); /* before the call returns, as natively */
     ivc_trace("%s -> %d (channel %u, seq %" PRIu64 ")", call->name, result, ch->index, seq);
     if (call->opcode == IVC_OP_cuInit && result == CUDA_SUCCESS)
         atomic_store_explicit(&ivc_cuinit_succeeded, 1, memory_order_release);

@@ -474,9 +474,33 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         }
         return CUDA_SUCCESS;
     }
+    case IVC_OP_cuCtxSynchronize:
+        return CUDA_SUCCESS;
+    case IVC_OP_ivc_device_output_read: {
+        uint64_t capacity = r_u64(in);
+        atomic_fetch_add(&fake.output_reads, 1);
+        unsigned pos = atomic_load(&fake.output_read_pos), length = atomic_load(&fake.device_output_length);
+        unsigned piece = atomic_load(&fake.output_piece);
+        uint64_t n = length - pos;
+        if (n > capacity)
+            n = capacity;
+        if (piece != 0 && n > piece)
+            n = piece;
+        w_u64(out, atomic_exchange(&fake.output_dropped, 0));
+        w_u64(out, 0);
+        w_buf(out, fake.device_output + pos, n);
+        atomic_store(&fake.output_read_pos, pos + (unsigned)n);
+        return CUDA_SUCCESS;
+    }
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }
+}
+
+static int output_pending(void)
+{
+    return atomic_load(&fake.output_read_pos) < atomic_load(&fake.device_output_length) ||
+           atomic_load(&fake.output_dropped) != 0;
 }
 
 static void drain_ring(int i, uint64_t tail)
@@ -523,6 +547,7 @@ static void serve(int i)
     ivc_write32(response, (uint32_t)result);
     ivc_write32(response + 4, (uint32_t)out.length);
     ivc_write64(response + 8, seq);
+    ivc_write32(ch + IVC_CH_OUTPUT_PENDING, output_pending() ? 1 : 0);
     s->last_seq = seq;
     int delay = atomic_load(&fake.response_delay_us);
     if (delay > 0)

@@ -53,6 +53,15 @@ struct fake_state {
     uint64_t link_size;
     atomic_int link_destroys;
     atomic_int nvml_init_status;    /* ivc_nvml_init's NVML status (0: a device) */
+    /* device printf (docs/kernels.md): text waiting for the process, read from output_read_pos
+     * in pieces of at most output_piece bytes (0: the guest's capacity); output_dropped is said
+     * with the next read; output_pending is set on every response while any of it remains */
+    char device_output[8192];
+    atomic_uint device_output_length;
+    atomic_uint output_read_pos;
+    atomic_uint output_piece;
+    atomic_ullong output_dropped;
+    atomic_int output_reads;
     atomic_ullong current_context;  /* cuCtxSetCurrent's last context (0: the primary context's) */
 };
 

@@ -1,5 +1,5 @@
-/* The guest answers cuCtxGetCurrent and cuCtxGetDevice from what it saw this thread set
- * (current_context.c) and asks the server again whenever it cannot know: counted at the fake
+/* The guest answers cuCtxGetCurrent, cuCtxGetDevice and cuDevicePrimaryCtxGetState from what it saw
+ * set (current_context.c, primary_state.c) and asks the server again whenever it cannot know: counted at the fake
  * server, per opcode. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -75,6 +75,22 @@ int main(void)
     devices = asked(IVC_OP_cuCtxGetDevice);
     cuCtxGetDevice(&device);
     CHECK(asked(IVC_OP_cuCtxGetDevice) == devices + 1);
+
+    /* the primary context's state: asked once, then again after each retain or release */
+    unsigned flags = 7;
+    int active = -1, states = asked(IVC_OP_cuDevicePrimaryCtxGetState);
+    atomic_store(&fake.primary_active, 0);
+    CHECK(cuDevicePrimaryCtxGetState(0, &flags, &active) == CUDA_SUCCESS && flags == 0 && active == 0);
+    CHECK(cuDevicePrimaryCtxGetState(0, &flags, &active) == CUDA_SUCCESS && active == 0);
+    CHECK(asked(IVC_OP_cuDevicePrimaryCtxGetState) == states + 1);
+    CUcontext primary = NULL;
+    CHECK(cuDevicePrimaryCtxRetain(&primary, 0) == CUDA_SUCCESS);
+    CHECK(cuDevicePrimaryCtxGetState(0, &flags, &active) == CUDA_SUCCESS && active == 1);
+    CHECK(asked(IVC_OP_cuDevicePrimaryCtxGetState) == states + 2);
+    cuDevicePrimaryCtxSetFlags_v2(0, 4); /* whatever the fake answers, the flags may have changed */
+    cuDevicePrimaryCtxGetState(0, &flags, &active);
+    CHECK(asked(IVC_OP_cuDevicePrimaryCtxGetState) == states + 3);
+    CHECK(cuDevicePrimaryCtxGetState(1, NULL, &active) == CUDA_ERROR_INVALID_VALUE);
 
     /* another thread has its own channel and its own current context */
     int first_went_to_server = 0;

@@ -3,6 +3,7 @@ package io.ivcuda.server;
 import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.backend.JnaCudaBackend;
+import io.ivcuda.server.backend.StdoutCapture;
 import io.ivcuda.server.channel.DoorbellIdle;
 import io.ivcuda.server.channel.IdleWait;
 import io.ivcuda.server.channel.PlainIdle;
@@ -110,6 +111,10 @@ public final class CudaServer implements AutoCloseable {
         header = new HeaderWriter(region);
         header.init(layout, config.ownerTimeoutMs(), config.doorbell() ? config.doorbellVectors() : 0);
         CudaBackend backend = backend();
+        if (backend instanceof JnaCudaBackend) {
+            // before cuInit: kernels' printf must reach their guest process, not our stdout
+            StdoutCapture.install();
+        }
         driver = DriverSession.open(backend, region, layout.poolOffset(), config.gpu(), header::message);
         vm = new Vm(region, layout, backend, config.memoryQuota(), driver.gpu(), config.limits());
         vm.integrity(new IntegrityOracles(config.integrity(), vm.refusals()));

@@ -21,6 +21,14 @@ public interface ChannelCalls {
     /** The dispatch of the last {@link #calling} returned (normally or not): releases what the call pinned. */
     void called();
 
+    /**
+     * Whether the channel's process has device output waiting: the worker says so in the channel's
+     * output_pending with each response (docs/kernels.md).
+     */
+    default boolean outputPending() {
+        return false;
+    }
+
     /** The worker leaves for good: nothing current on its thread, its scratch memory freed. */
     void detach();
 }

@@ -254,6 +254,9 @@ public final class ChannelWorker implements Runnable {
             logFault("", opcode, fault, detail, result);
         }
         response.result(result).payloadLen(responseLen).seq(req);
+        // device output the call (or an earlier one) left for the process: the guest reads it
+        // before it returns, where the program would see it natively (docs/kernels.md)
+        control.outputPending(calls.greeted() && calls.outputPending() ? 1 : 0);
         state.lastSeq = req;
         control.respSeqRelease(req);
         idle.published();

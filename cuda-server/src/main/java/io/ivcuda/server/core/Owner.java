@@ -8,6 +8,7 @@ public final class Owner {
     private final long token;
     private final DeviceRanges ranges = new DeviceRanges();
     private final AtomicInteger primaryRetains = new AtomicInteger();
+    private final DeviceOutput output = new DeviceOutput();
     private volatile boolean closed;
     private final AtomicBoolean reclaimed = new AtomicBoolean();
 
@@ -29,6 +30,11 @@ public final class Owner {
 
     public AtomicInteger primaryRetains() {
         return primaryRetains;
+    }
+
+    /** What the driver printed for this process's kernels, waiting for it (docs/kernels.md). */
+    public DeviceOutput output() {
+        return output;
     }
 
     public boolean closed() {

@@ -27,7 +27,7 @@ public final class ChannelHandlers implements ChannelCalls {
                 new ContextHandler(session), new ModuleHandler(session), new MemoryHandler(session),
                 new CopyHandler(session), new StreamHandler(session), launch,
                 new ExportHandler(session), new LibraryHandler(session), new KernelLaunchHandler(session, launch),
-                new ContextExtHandler(session), new LinkHandler(session),
+                new ContextExtHandler(session), new LinkHandler(session), new DeviceOutputHandler(session),
                 new StridedCopyHandler(session), new PoolHandler(session), new StreamQueryHandler(session),
                 new MemOpHandler(session), new HostFnHandler(session), new CaptureHandler(session),
                 new GraphHandler(session), new GraphNodeHandler(session), new NvmlHandler(session));
@@ -51,6 +51,11 @@ public final class ChannelHandlers implements ChannelCalls {
     @Override
     public void called() {
         session.called();
+    }
+
+    @Override
+    public boolean outputPending() {
+        return session.outputPending();
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.ivcuda.server.handler;
 
 import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.Out;
+import io.ivcuda.server.backend.StdoutCapture;
 import io.ivcuda.server.channel.ChunkStream;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.core.DeviceRanges;
@@ -92,7 +93,38 @@ public final class Session implements Checks {
         }
         owner = o;
         greeted = true;
+        // from now on what the driver prints in this worker's thread is this process's
+        StdoutCapture.serve(this::deviceOutput);
         return true;
+    }
+
+    /**
+     * What the driver printed in this worker's thread (during one of its calls). Natively a process's
+     * kernels print only into its own contexts; here the device's primary context is shared by the
+     * VM's processes, so the driver may flush one process's output in another's call. While this
+     * process uses the primary context and another process of the VM does too, the bytes could be
+     * either's: they are withheld (counted and said), never given to the wrong one.
+     */
+    private void deviceOutput(byte[] bytes) {
+        Owner o = owner;
+        if (o == null || o.closed()) {
+            return;
+        }
+        if (o.primaryRetains().get() > 0) {
+            for (Owner other : vm.owners().values()) {
+                if (other != o && !other.closed() && other.primaryRetains().get() > 0) {
+                    o.output().withhold(bytes.length);
+                    return;
+                }
+            }
+        }
+        o.output().append(bytes, bytes.length);
+    }
+
+    /** Whether the process has device output (or a note about lost output) to read. */
+    boolean outputPending() {
+        Owner o = owner;
+        return o != null && o.output().pending();
     }
 
     /** ivc_goodbye, ivc_process_exit: the next call must be a hello again. */
@@ -166,6 +198,7 @@ public final class Session implements Checks {
 
     /** The worker leaves for good: nothing current on its thread, its scratch memory freed. */
     void detach() {
+        StdoutCapture.serve(null);
         if (greeted) {
             cuda.ctxSetCurrent(0);
         }

@@ -1,0 +1,64 @@
+/* device_printf: what a kernel prints (device printf) reaches the program's stdout at the
+ * synchronisation point that flushes it, in order with the program's own (buffered) stdout lines —
+ * after cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize, a blocking cuMemcpyDtoH and
+ * cuCtxDestroy, and 1000 lines at once (more than one response area through ivcuda). The driver
+ * flushes a context's printf buffer only at those points, so every line's place is deterministic:
+ * native and ivcuda output must be equal. */
+#include "common.h"
+
+static CUfunction print_kernel;
+
+static void launch(int n, int lines, CUstream stream)
+{
+    void *args[] = {&n, &lines};
+    CK(cuLaunchKernel(print_kernel, 1, 1, 1, 1, 1, 1, 0, stream, args, NULL));
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = kernel_dir(argc, argv);
+    CUcontext ctx = create_context(NULL);
+    void *fatbin = read_kernel(dir, "device_printf", "fatbin", NULL);
+    CUmodule module;
+    CK(cuModuleLoadData(&module, fatbin));
+    CK(cuModuleGetFunction(&print_kernel, module, "dp_print"));
+
+    launch(1, 3, NULL);
+    printf("host: launched 1, not synchronised yet\n");
+    CK(cuCtxSynchronize());
+    printf("host: after cuCtxSynchronize\n");
+
+    CUstream stream;
+    CK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    launch(2, 2, stream);
+    CK(cuStreamSynchronize(stream));
+    printf("host: after cuStreamSynchronize\n");
+
+    CUevent event;
+    CK(cuEventCreate(&event, CU_EVENT_DEFAULT));
+    launch(3, 2, stream);
+    CK(cuEventRecord(event, stream));
+    CK(cuEventSynchronize(event));
+    printf("host: after cuEventSynchronize\n");
+
+    CUdeviceptr d;
+    int back = 0;
+    CK(cuMemAlloc(&d, sizeof back));
+    CK(cuMemsetD32(d, 7, 1));
+    launch(4, 2, NULL);
+    CK(cuMemcpyDtoH(&back, d, sizeof back));
+    printf("host: after a blocking cuMemcpyDtoH (%d)\n", back);
+
+    launch(5, 1000, NULL);
+    CK(cuCtxSynchronize());
+    printf("host: after 1000 lines\n");
+
+    CK(cuEventDestroy(event));
+    CK(cuStreamDestroy(stream));
+    CK(cuMemFree(d));
+    launch(6, 2, NULL);
+    CK(cuCtxDestroy(ctx));
+    printf("host: after cuCtxDestroy\n");
+    free(fatbin);
+    return 0;
+}
