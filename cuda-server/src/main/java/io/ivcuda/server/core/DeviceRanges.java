@@ -140,17 +140,6 @@ public final class DeviceRanges {
         return ranges.size();
     }
 
-    /** Bytes of the owner's allocations (its globals excluded): its use of the VM's memory (NVML's per-process figure). */
-    public synchronized long allocatedBytes() {
-        long bytes = 0;
-        for (Range r : ranges.values()) {
-            if (r.allocation()) {
-                bytes += r.size();
-            }
-        }
-        return bytes;
-    }
-
     public synchronized List<Range> drain() {
         List<Range> all = new ArrayList<>(ranges.values());
         ranges.clear();
