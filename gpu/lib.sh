@@ -33,7 +33,7 @@ GPU_ARCH=${GPU_ARCH:-sm_90}
 # The driver-API validation programs (gpu/programs/<name>.c), in the order they run: one list for
 # the host (gpu/validate.sh) and the VM (vm/gpu-vm.sh)
 GPU_PROGRAMS=(queries vector_add matmul streams_events pinned_async multi_context_threads kernel_path memory_objects
-              graphs_streams device_printf graph_nodes vmm_pools arrays_textures)
+              graphs_streams device_printf graph_nodes vmm_pools arrays_textures nvml_view)
 BUILD_DIR=${BUILD_DIR:-$(mktemp -d /tmp/ivcuda-gpu.XXXXXX)}
 REGION_PATH=${REGION_PATH:-/dev/shm/ivcuda-gpu-test}
 REGION_SIZE=${REGION_SIZE:-1073741824}
@@ -179,7 +179,7 @@ build_programs() {
     local obj
     for obj in "${objs[@]}"; do
         name=$(basename "$obj" .o)
-        timeout 120 gcc "$obj" -o "$dest/$name" "${LINK_FLAGS[@]}" -lpthread -lm || { log "linking $name failed"; ok=1; }
+        timeout 120 gcc "$obj" -o "$dest/$name" "${LINK_FLAGS[@]}" -lpthread -lm -ldl || { log "linking $name failed"; ok=1; }
     done
     [ "$ok" = 0 ] && log "programs built in $dest: $(cd "$dest" && find . -maxdepth 1 -type f -perm -u+x | sort | tr '\n' ' ')"
     return "$ok"

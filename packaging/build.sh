@@ -23,7 +23,7 @@ esac
 built_outputs=(
     cuda-server/target/cuda-server.jar libvirt-hook/target/libvirt-hook.jar
     ivshmem-provisioner/target/ivshmem-provisioner.jar guest/target/libcuda.so.1 guest/target/ivcuda-guest-check
-    guest/target/ivcuda-guest-irqd host-tools/target/ivcuda-integrity-oracle host-tools/target/ivcuda-syscall-filter cuda-server/target/man libvirt-hook/target/man ivshmem-provisioner/target/man
+    guest/target/ivcuda-guest-irqd guest/target/libnvidia-ml.so.1 guest/target/ivcuda-smi host-tools/target/ivcuda-integrity-oracle host-tools/target/ivcuda-syscall-filter cuda-server/target/man libvirt-hook/target/man ivshmem-provisioner/target/man
     cuda-server/target/ivcuda-server.bash-completion libvirt-hook/target/50-ivcuda.bash-completion
     ivshmem-provisioner/target/ivshmem-provisioner.bash-completion
 )
@@ -59,6 +59,9 @@ help2man --no-info --no-discard-stderr --section=1 --version-string="$version" \
 help2man --no-info --no-discard-stderr --section=8 --version-string="$version" \
     --name="hand the ivshmem device's MSI-X interrupts to CUDA processes" \
     -o "$docs/man/ivcuda-guest-irqd.8" "$repo/guest/target/ivcuda-guest-irqd"
+help2man --no-info --no-discard-stderr --section=1 --version-string="$version" \
+    --name="show this VM's view of its GPU (memory quota, utilisation, processes) like nvidia-smi" \
+    -o "$docs/man/ivcuda-smi.1" "$repo/guest/target/ivcuda-smi"
 
 # Class-data sharing: the classes each command loads, recorded from one representative run of each
 # (make-cds-archives dumps the archives from these lists on the target host, for its java).
@@ -133,6 +136,9 @@ stage_guest() {
     install -d "$dest/usr/lib/ivcuda" "$dest/etc/ld.so.conf.d" "$dest/$udev_dir" "$dest/usr/bin" "$dest/usr/sbin" \
         "$dest/$unit_dir" "$dest/usr/share/man/man1" "$dest/usr/share/man/man8" "$dest/usr/share/bash-completion/completions"
     install -m 0644 "$repo/guest/target/libcuda.so.1" "$dest/usr/lib/ivcuda/libcuda.so.1"
+    install -m 0644 "$repo/guest/target/libnvidia-ml.so.1" "$dest/usr/lib/ivcuda/libnvidia-ml.so.1"
+    install -m 0755 "$repo/guest/target/ivcuda-smi" "$dest/usr/bin/ivcuda-smi"
+    install -m 0644 "$docs/man/ivcuda-smi.1" "$dest/usr/share/man/man1/"
     install -m 0644 "$repo/packaging/files/ld.so.conf" "$dest/etc/ld.so.conf.d/ivcuda.conf"
     install -m 0644 "$repo/packaging/files/60-ivcuda.rules" "$dest/$udev_dir/60-ivcuda.rules"
     install -m 0755 "$repo/guest/target/ivcuda-guest-check" "$dest/usr/bin/ivcuda-guest-check"
@@ -142,7 +148,7 @@ stage_guest() {
     install -m 0644 "$docs/man/ivcuda-guest-irqd.8" "$dest/usr/share/man/man8/"
     # C programs without a picocli model: bash-completion's completer of --long options reads their --help
     local command
-    for command in ivcuda-guest-check ivcuda-guest-irqd; do
+    for command in ivcuda-guest-check ivcuda-guest-irqd ivcuda-smi; do
         echo "complete -F _longopt $command" > "$dest/usr/share/bash-completion/completions/$command"
     done
 }

@@ -312,6 +312,14 @@ set -e
 echo "$output"
 [ "$status" = 1 ] || fail "ivcuda-guest-check without a device: exit $status, expected 1"
 grep -q 'no ivshmem device found' <<<"$output" || fail "ivcuda-guest-check does not say that no device is found"
+ldconfig -p | grep -q '/usr/lib/ivcuda/libnvidia-ml.so.1' || fail "the loader does not find /usr/lib/ivcuda/libnvidia-ml.so.1"
+set +e
+output=$(ivcuda-smi 2>&1)
+status=$?
+set -e
+echo "$output"
+[ "$status" = 1 ] || fail "ivcuda-smi without a device: exit $status, expected 1"
+grep -q 'NVML cannot start' <<<"$output" || fail "ivcuda-smi does not say that NVML cannot start"
 [ -f /lib/systemd/system/ivcuda-guest-irqd.service ] || [ -f /usr/lib/systemd/system/ivcuda-guest-irqd.service ] \
     || fail "no ivcuda-guest-irqd.service"
 if [ -d /run/systemd/system ] && systemctl is-enabled --quiet ivcuda-guest-irqd.service 2>/dev/null; then

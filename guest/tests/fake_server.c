@@ -410,6 +410,48 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         w_buf(out, entries, sizeof entries);
         return CUDA_SUCCESS;
     }
+    /* the guest NVML (api/sharing.api): a fake device; memory and processes follow the fake's allocations */
+    case IVC_OP_ivc_nvml_init:
+        w_u64(out, (uint64_t)atomic_load(&fake.nvml_init_status));
+        w_u64(out, atomic_load(&fake.nvml_init_status) == 0 ? 1 : 0);
+        return CUDA_SUCCESS;
+    case IVC_OP_ivc_nvml_string: {
+        uint64_t what = r_u64(in), capacity = r_u64(in);
+        static const char *const strings[] = {"580.00.01", "13.580.00.01", "Fake GPU", "GPU-fa4e0000-1111-2222-3333-444455556666",
+                                              "00000000:05:00.0"};
+        if (what >= sizeof strings / sizeof strings[0]) {
+            w_u64(out, 2); /* NVML_ERROR_INVALID_ARGUMENT */
+            w_buf(out, "", 0);
+            return CUDA_SUCCESS;
+        }
+        uint64_t n = strlen(strings[what]) + 1;
+        w_u64(out, n > capacity ? 7 : 0); /* NVML_ERROR_INSUFFICIENT_SIZE */
+        w_buf(out, strings[what], n > capacity ? 0 : n);
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_nvml_value: {
+        uint64_t what = r_u64(in), arg = r_u64(in);
+        w_u64(out, 0);
+        w_u64(out, what == 5 ? 42 | 7ULL << 32 : what == 6 ? 9 | 0ULL << 32 : what == 11 ? 0x233310deULL | 0x1234ULL << 32
+                                                                             : what * 10 + arg);
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_nvml_memory:
+        w_u64(out, 0);
+        w_u64(out, FAKE_DEVICE_SIZE);
+        w_u64(out, 0);
+        w_u64(out, FAKE_DEVICE_SIZE - device_used);
+        w_u64(out, device_used);
+        return CUDA_SUCCESS;
+    case IVC_OP_ivc_nvml_processes: {
+        uint64_t capacity = r_u64(in);
+        uint64_t pair[2] = {atomic_load(&fake.last_hello_pid), device_used};
+        int some = device_used > 0;
+        w_u64(out, 0);
+        w_u64(out, some ? 1 : 0);
+        w_buf(out, pair, some && capacity >= 2 ? sizeof pair : 0);
+        return CUDA_SUCCESS;
+    }
     case IVC_OP_ivc_launch_ex:
     case IVC_OP_ivc_launch: {
         r_u64(in);

@@ -52,6 +52,7 @@ struct fake_state {
     uint8_t link_image[65536];      /* ivc_link_add_data inputs, concatenated */
     uint64_t link_size;
     atomic_int link_destroys;
+    atomic_int nvml_init_status;    /* ivc_nvml_init's NVML status (0: a device) */
     /* device printf (docs/kernels.md): text waiting for the process, read from output_read_pos
      * in pieces of at most output_piece bytes (0: the guest's capacity); output_dropped is said
      * with the next read; output_pending is set on every response while any of it remains */

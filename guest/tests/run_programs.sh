@@ -28,6 +28,27 @@ run "$BUILD/programs/exit_teardown_check"
 # cudart dlcloses libcuda.so.1 after a failed initialisation: our threads must not be unmapped
 run "$BUILD/programs/unload_check" "$BUILD/libcuda.so.1" 4
 
+# The guest NVML (docs/sharing.md) through libcuda's transport; then with no server to reach
+run "$BUILD/programs/nvml_check"
+if output=$(IVCUDA_REGION=/nonexistent/region LD_LIBRARY_PATH=$BUILD "$BUILD/programs/nvml_check" fail 2>/dev/null) &&
+    [ "$output" = ok ]; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1))
+    echo "FAILED: nvml_check fail -> $output"
+fi
+# ivcuda-smi: the fake device, its memory, the table's frame
+smi=$(IVCUDA_REGION=$REGION LD_LIBRARY_PATH=$BUILD "$BUILD/ivcuda-smi" 2>&1) || true
+case "$smi" in
+    *"Fake GPU "*"00000000:05:00.0"*"MiB / 64MiB"*"Processes (this VM's)"*) passed=$((passed + 1)) ;;
+    *) failed=$((failed + 1)); echo "FAILED: ivcuda-smi -> $smi" ;;
+esac
+if IVCUDA_REGION=/nonexistent/region LD_LIBRARY_PATH=$BUILD "$BUILD/ivcuda-smi" >/dev/null 2>&1; then
+    failed=$((failed + 1)); echo "FAILED: ivcuda-smi without a server exited 0"
+else
+    passed=$((passed + 1))
+fi
+
 # The admin's ivcuda-guest-check, finding the region as a device in a fake sysfs, then finding none.
 SYSFS=$(mktemp -d /tmp/ivcuda-check-sysfs-XXXXXX)
 trap 'kill $SERVER 2>/dev/null; rm -f "$REGION"; rm -rf "$SYSFS"' EXIT

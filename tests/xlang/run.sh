@@ -82,6 +82,17 @@ expect_ok "hostile guest" "$work/hostile" "$region"
 if kill -0 "$server_pid" 2>/dev/null; then pass "server alive after all of it"; else fail "server died"; fi
 expect_ok "normal program after the hostile one" "$work/xfer" copy 4097 2
 
+# The guest NVML (docs/sharing.md) through the real server: the host-memory backend has no NVML
+# and answers so; ivcuda-smi says NVML cannot start and why.
+if out=$(timeout 60 guest/target/ivcuda-smi 2>&1); then
+    fail "ivcuda-smi on the host-memory backend exited 0: $out"
+else
+    case "$out" in
+        *"NVML cannot start: Not Supported (3)"*) pass "guest NVML: the host-memory backend says it has no NVML" ;;
+        *) fail "ivcuda-smi on the host-memory backend: $out" ;;
+    esac
+fi
+
 # Doorbell mode (§8): the server is the ivshmem server on a socket; qemu_peer.py connects as QEMU
 # and hands the guest library the server's vector eventfds (its "BAR0") and its own (the
 # "MSI-X" vectors the server raises), so the library rings and sleeps as it would in a VM.

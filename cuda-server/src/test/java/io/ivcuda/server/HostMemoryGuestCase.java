@@ -23,10 +23,13 @@ abstract class HostMemoryGuestCase {
 
     abstract long token();
 
-    void start(HostMemoryBackend backend) throws Exception {
+    /** @param settings more server settings ({@code key=value}) */
+    void start(HostMemoryBackend backend, String... settings) throws Exception {
         Path region = dir.resolve("region");
-        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory")), backend);
+        List<String> all = new java.util.ArrayList<>(List.of("region.path=" + region, "region.size=" + SIZE,
+                "channel.count=4", "backend=host-memory"));
+        all.addAll(List.of(settings));
+        server = new CudaServer(ServerConfig.load(List.of(), all), backend);
         server.start();
         guest = new FakeGuest(region, SIZE);
     }

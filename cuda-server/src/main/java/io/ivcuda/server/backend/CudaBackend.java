@@ -814,5 +814,27 @@ public interface CudaBackend {
     /** Writes the 144-byte CUDA_RESOURCE_DESC (native handles) at {@code desc}. */
     default int surfObjectGetResourceDesc(long desc, long surf) {
         return CuResult.NOT_SUPPORTED;
+
+    // ---- sharing: the host's NVML for the guest's (issue 15, docs/sharing.md) ----
+    // Answers are nvmlReturn_t (NvmlResult); a backend without NVML says so: NOT_SUPPORTED.
+
+    /** Opens the host's NVML (once; later calls answer the first's result) on the GPU CUDA names {@code pciBusId}. */
+    default int nvmlOpen(String pciBusId) {
+        return NvmlResult.NOT_SUPPORTED;
+    }
+
+    /** A string ({@link NvmlQuery} DRIVER_VERSION..PCI_BUS_ID), NUL-terminated, into {@code dst} (capacity bytes). */
+    default int nvmlString(int what, long dst, int capacity) {
+        return NvmlResult.NOT_SUPPORTED;
+    }
+
+    /** → bytes: a number of the GPU ({@link NvmlQuery} TEMPERATURE..PCI_IDS; arg: a sensor or clock type). */
+    default int nvmlValue(Out out, int what, int arg) {
+        return NvmlResult.NOT_SUPPORTED;
+    }
+
+    /** → totalBytes, bytes (free), address (used): the card's memory as NVML reports it. */
+    default int nvmlMemory(Out out) {
+        return NvmlResult.NOT_SUPPORTED;
     }
 }

@@ -1377,6 +1377,22 @@ public final class JnaCudaBackend implements CudaBackend {
             } catch (Throwable e) {
                 LOG.error("libcuda.so.1 lacks a virtual-memory function ({}): those calls answer "
                         + "CUDA_ERROR_NOT_SUPPORTED", e.toString());
+
+    // ---- sharing: the host's NVML for the guest's (issue 15, docs/sharing.md) ----
+
+    /** NvmlDriver, loaded on first use: a host without libnvidia-ml.so.1 answers LIBRARY_NOT_FOUND. */
+    private static final class Nvml {
+        static final boolean LOADED;
+
+        static {
+            boolean loaded;
+            try {
+                Class.forName(NvmlDriver.class.getName(), true, NvmlDriver.class.getClassLoader());
+                loaded = true;
+            } catch (LinkageError | ClassNotFoundException e) {
+                LogManager.getLogger(JnaCudaBackend.class).warn("no NVML on this host (libnvidia-ml.so.1): {}",
+                        e.toString());
+                loaded = false;
             }
             LOADED = loaded;
         }
@@ -1496,6 +1512,114 @@ public final class JnaCudaBackend implements CudaBackend {
         UnsafeApi.putLong(s(o, 0), 0);
         int r = CudaDriverVmm.cuMemAddressReserve(s(o, 0), size, alignment, addr, flags);
         o.address = UnsafeApi.getLong(s(o, 0));
+
+    /** The NVML device of the server's GPU once opened; the first open's result answers every later one. */
+    private long nvmlDevice;
+    private int nvmlOpened = -1;
+
+    @Override
+    public synchronized int nvmlOpen(String pciBusId) {
+        if (nvmlOpened >= 0) {
+            return nvmlOpened;
+        }
+        if (!Nvml.LOADED) {
+            nvmlOpened = NvmlResult.LIBRARY_NOT_FOUND;
+            return nvmlOpened;
+        }
+        int r = NvmlDriver.nvmlInit_v2();
+        if (r == NvmlResult.SUCCESS) {
+            long p = UnsafeApi.allocateMemory(8);
+            try {
+                UnsafeApi.putLong(p, 0);
+                r = NvmlDriver.nvmlDeviceGetHandleByPciBusId_v2(pciBusId, p);
+                nvmlDevice = UnsafeApi.getLong(p);
+            } finally {
+                UnsafeApi.freeMemory(p);
+            }
+        }
+        nvmlOpened = r;
+        return r;
+    }
+
+    /** The opened device, 0 when NVML is not open (the caller answers UNINITIALIZED). */
+    private synchronized long nvmlDevice() {
+        return nvmlOpened == NvmlResult.SUCCESS ? nvmlDevice : 0;
+    }
+
+    @Override
+    public int nvmlString(int what, long dst, int capacity) {
+        long device = nvmlDevice();
+        if (device == 0) {
+            return NvmlResult.UNINITIALIZED;
+        }
+        return switch (what) {
+            case NvmlQuery.DRIVER_VERSION -> NvmlDriver.nvmlSystemGetDriverVersion(dst, capacity);
+            case NvmlQuery.NVML_VERSION -> NvmlDriver.nvmlSystemGetNVMLVersion(dst, capacity);
+            case NvmlQuery.NAME -> NvmlDriver.nvmlDeviceGetName(device, dst, capacity);
+            case NvmlQuery.UUID -> NvmlDriver.nvmlDeviceGetUUID(device, dst, capacity);
+            case NvmlQuery.PCI_BUS_ID -> {
+                // nvmlPciInfo_t: busIdLegacy[16], 5 unsigned, busId[32] at offset 36 (68 bytes)
+                long pci = UnsafeApi.allocateMemory(68);
+                try {
+                    int r = NvmlDriver.nvmlDeviceGetPciInfo_v3(device, pci);
+                    if (r != NvmlResult.SUCCESS) {
+                        yield r;
+                    }
+                    int n = 0;
+                    while (n < 31 && UnsafeApi.getByte(pci + 36 + n) != 0) {
+                        n++;
+                    }
+                    if (n + 1 > capacity) {
+                        yield NvmlResult.INSUFFICIENT_SIZE;
+                    }
+                    UnsafeApi.copyMemory(pci + 36, dst, n);
+                    UnsafeApi.putByte(dst + n, (byte) 0);
+                    yield NvmlResult.SUCCESS;
+                } finally {
+                    UnsafeApi.freeMemory(pci);
+                }
+            }
+            default -> NvmlResult.INVALID_ARGUMENT;
+        };
+    }
+
+    @Override
+    public int nvmlValue(Out o, int what, int arg) {
+        long device = nvmlDevice();
+        if (device == 0) {
+            return NvmlResult.UNINITIALIZED;
+        }
+        long a = s(o, 0);
+        long b = s(o, 1);
+        UnsafeApi.putLong(a, 0);
+        UnsafeApi.putLong(b, 0);
+        int r = switch (what) {
+            case NvmlQuery.TEMPERATURE -> NvmlDriver.nvmlDeviceGetTemperature(device, arg, a);
+            case NvmlQuery.POWER_USAGE -> NvmlDriver.nvmlDeviceGetPowerUsage(device, a);
+            case NvmlQuery.CLOCK -> NvmlDriver.nvmlDeviceGetClockInfo(device, arg, a);
+            case NvmlQuery.MAX_CLOCK -> NvmlDriver.nvmlDeviceGetMaxClockInfo(device, arg, a);
+            // nvmlUtilization_t {gpu, memory}: the two words read as one little-endian u64
+            case NvmlQuery.UTILIZATION -> NvmlDriver.nvmlDeviceGetUtilizationRates(device, a);
+            case NvmlQuery.COMPUTE_CAPABILITY -> NvmlDriver.nvmlDeviceGetCudaComputeCapability(device, a, a + 4);
+            case NvmlQuery.MINOR_NUMBER -> NvmlDriver.nvmlDeviceGetMinorNumber(device, a);
+            case NvmlQuery.COMPUTE_MODE -> NvmlDriver.nvmlDeviceGetComputeMode(device, a);
+            case NvmlQuery.PERSISTENCE_MODE -> NvmlDriver.nvmlDeviceGetPersistenceMode(device, a);
+            case NvmlQuery.CUDA_DRIVER_VERSION -> NvmlDriver.nvmlSystemGetCudaDriverVersion_v2(a);
+            case NvmlQuery.PCI_IDS -> {
+                long pci = UnsafeApi.allocateMemory(68);
+                try {
+                    int q = NvmlDriver.nvmlDeviceGetPciInfo_v3(device, pci);
+                    // pciDeviceId at 28, pciSubSystemId at 32
+                    UnsafeApi.putInt(a, UnsafeApi.getInt(pci + 28));
+                    UnsafeApi.putInt(a + 4, UnsafeApi.getInt(pci + 32));
+                    yield q;
+                } finally {
+                    UnsafeApi.freeMemory(pci);
+                }
+            }
+            default -> NvmlResult.INVALID_ARGUMENT;
+        };
+        o.bytes = UnsafeApi.getLong(a);
         return r;
     }
 
@@ -1703,5 +1827,18 @@ public final class JnaCudaBackend implements CudaBackend {
     @Override
     public int surfObjectGetResourceDesc(long desc, long surf) {
         return cuSurfObjectGetResourceDesc(desc, surf);
+    }
+
+    public int nvmlMemory(Out o) {
+        long device = nvmlDevice();
+        if (device == 0) {
+            return NvmlResult.UNINITIALIZED;
+        }
+        // nvmlMemory_t (v1): total, free, used
+        int r = NvmlDriver.nvmlDeviceGetMemoryInfo(device, s(o, 0));
+        o.totalBytes = UnsafeApi.getLong(s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 1));
+        o.address = UnsafeApi.getLong(s(o, 2));
+        return r;
     }
 }

@@ -36,7 +36,8 @@ public final class NoDriver implements InvocationHandler {
             case "newOut" -> new Out(UnsafeApi.allocateMemory(Out.SCRATCH_SIZE));
             case "hashCode" -> System.identityHashCode(proxy);
             case "equals" -> proxy == args[0];
-            default -> CuResult.NO_DEVICE;
+            // the NVML block answers nvmlReturn_t: no driver, no NVML
+            default -> method.getName().startsWith("nvml") ? NvmlResult.DRIVER_NOT_LOADED : CuResult.NO_DEVICE;
         };
     }
 }

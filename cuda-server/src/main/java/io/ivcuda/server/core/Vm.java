@@ -211,7 +211,17 @@ public final class Vm {
 
     /** Reserves quota for {@code bytes}; false (and a log line) when the VM's quota would be exceeded. */
     public boolean reserve(long bytes, String who) {
-        long limit = memoryQuota <= 0 ? Long.MAX_VALUE : memoryQuota;
+        return reserve(bytes, who, null);
+    }
+
+    /**
+     * Reserves quota for {@code bytes}, counting with a quota also what the driver holds for the VM
+     * beyond its allocations (asked with {@code out}, null: not asked) — the figure the guest's
+     * cuMemGetInfo reports ({@link MemoryQuota}), so that what it calls free can be allocated.
+     */
+    public boolean reserve(long bytes, String who, Out out) {
+        long extra = memoryQuota > 0 && out != null ? MemoryQuota.heldByDriver(backend, out, gpu.nativeDevice()) : 0;
+        long limit = memoryQuota <= 0 ? Long.MAX_VALUE : memoryQuota - extra;
         while (true) {
             long now = allocated.get();
             if (bytes < 0 || bytes > limit - now) {
@@ -274,6 +284,21 @@ public final class Vm {
 
     public long allocated() {
         return allocated.get();
+    }
+
+    /** Bytes of device memory the VM may hold, 0 = no limit. */
+    public long memoryQuota() {
+        return memoryQuota;
+    }
+
+    /**
+     * The guest's view of its device memory (docs/sharing.md) from the card's free and total bytes:
+     * with a quota, the quota and what the VM holds (its allocations and what the driver keeps for
+     * it), as {@link #reserve(long, String, Out)} counts them.
+     */
+    public MemoryQuota.View memoryView(Out out, long cardFree, long cardTotal) {
+        long held = memoryQuota > 0 ? allocated.get() + MemoryQuota.heldByDriver(backend, out, gpu.nativeDevice()) : 0;
+        return MemoryQuota.view(memoryQuota, held, cardFree, cardTotal);
     }
 
     /**

@@ -111,7 +111,9 @@ final class DeviceHandler implements DeviceCalls {
     @Override
     public int cuDeviceTotalMem_v2(Reply r, int dev) {
         int result = session.cuda.deviceTotalMem(session.out, dev);
-        r.set(0, session.out.bytes);
+        // with a memory quota the guest's device has the quota (docs/sharing.md)
+        long quota = session.vm.memoryQuota();
+        r.set(0, quota > 0 && result == CuResult.SUCCESS ? Math.min(quota, session.out.bytes) : session.out.bytes);
         return result;
     }
 

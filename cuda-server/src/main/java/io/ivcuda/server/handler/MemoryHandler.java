@@ -5,6 +5,7 @@ import static io.ivcuda.server.core.HandleTable.KIND_CTX;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.core.DeviceRanges;
 import io.ivcuda.server.core.HandleTable;
+import io.ivcuda.server.core.MemoryQuota;
 import io.ivcuda.server.gen.MemoryCalls;
 import io.ivcuda.server.gen.Reply;
 import java.nio.ByteOrder;
@@ -43,7 +44,7 @@ final class MemoryHandler implements MemoryCalls {
         if (!session.mayAllocate("bytesize")) {
             return CuResult.OUT_OF_MEMORY;
         }
-        if (!session.vm.reserve(bytesize, who("ivc_mem_alloc"))) {
+        if (!session.vm.reserve(bytesize, who("ivc_mem_alloc"), session.out)) {
             return CuResult.OUT_OF_MEMORY;
         }
         int result = session.cuda.memAlloc(session.out, bytesize);
@@ -67,7 +68,7 @@ final class MemoryHandler implements MemoryCalls {
             return CuResult.OUT_OF_MEMORY;
         }
         long estimate = ((widthInBytes + 511) & ~511L) * height;
-        if (!session.vm.reserve(estimate, who("ivc_mem_alloc_pitch"))) {
+        if (!session.vm.reserve(estimate, who("ivc_mem_alloc_pitch"), session.out)) {
             return CuResult.OUT_OF_MEMORY;
         }
         int result = session.cuda.memAllocPitch(session.out, widthInBytes, height, elementSizeBytes);
@@ -99,11 +100,16 @@ final class MemoryHandler implements MemoryCalls {
         return session.vm.freeWhenIdle(range);
     }
 
+    /** With a memory quota, the quota and the VM's use of it, not the card's (docs/sharing.md). */
     @Override
     public int cuMemGetInfo_v2(Reply r) {
         int result = session.cuda.memGetInfo(session.out);
-        r.set(0, session.out.bytes);
-        r.set(1, session.out.totalBytes);
+        if (result != CuResult.SUCCESS) {
+            return result;
+        }
+        MemoryQuota.View view = session.vm.memoryView(session.out, session.out.bytes, session.out.totalBytes);
+        r.set(0, view.free());
+        r.set(1, view.total());
         return result;
     }
 

@@ -78,7 +78,7 @@ final class PoolHandler implements PoolsCalls {
             return CuResult.OUT_OF_MEMORY;
         }
         if (!session.vm.reserve(bytesize, "channel " + session.index() + " pid " + session.ownerPid()
-                + " ivc_mem_alloc_async")) {
+                + " ivc_mem_alloc_async", session.out)) {
             return CuResult.OUT_OF_MEMORY;
         }
         if (pool == 0) {
