@@ -632,50 +632,28 @@ public interface CudaBackend {
         return CuResult.NOT_SUPPORTED;
     }
 
-    // ---- virtual memory and created pools (issue 12) ----
-    // api/vmm.api, docs/memory.md. A CUmemAllocationProp travels as its scalar fields: type,
-    // requestedHandleTypes, the (native) device of a device location, allocFlags packed as
-    // compressionType | gpuDirectRDMACapable << 8 | usage << 16. Defaults answer
-    // CUDA_ERROR_NOT_SUPPORTED.
+    // ---- sharing: the host's NVML for the guest's (issue 15, docs/sharing.md) ----
+    // Answers are nvmlReturn_t (NvmlResult); a backend without NVML says so: NOT_SUPPORTED.
 
-    /** cuMemGetAllocationGranularity → bytes */
-    default int memGetAllocationGranularity(Out out, int type, int handleTypes, int device, int allocFlags, int option) {
-        return CuResult.NOT_SUPPORTED;
+    /** Opens the host's NVML (once; later calls answer the first's result) on the GPU CUDA names {@code pciBusId}. */
+    default int nvmlOpen(String pciBusId) {
+        return NvmlResult.NOT_SUPPORTED;
     }
 
-    /** cuMemAddressReserve → address */
-    default int memAddressReserve(Out out, long size, long alignment, long addr, long flags) {
-        return CuResult.NOT_SUPPORTED;
+    /** A string ({@link NvmlQuery} DRIVER_VERSION..PCI_BUS_ID), NUL-terminated, into {@code dst} (capacity bytes). */
+    default int nvmlString(int what, long dst, int capacity) {
+        return NvmlResult.NOT_SUPPORTED;
     }
 
-    default int memAddressFree(long ptr, long size) {
-        return CuResult.NOT_SUPPORTED;
+    /** → bytes: a number of the GPU ({@link NvmlQuery} TEMPERATURE..PCI_IDS; arg: a sensor or clock type). */
+    default int nvmlValue(Out out, int what, int arg) {
+        return NvmlResult.NOT_SUPPORTED;
     }
 
-    /** cuMemCreate on a device location → handle */
-    default int memCreate(Out out, long size, int type, int handleTypes, int device, int allocFlags, long flags) {
-        return CuResult.NOT_SUPPORTED;
+    /** → totalBytes, bytes (free), address (used): the card's memory as NVML reports it. */
+    default int nvmlMemory(Out out) {
+        return NvmlResult.NOT_SUPPORTED;
     }
-
-    default int memRelease(long handle) {
-        return CuResult.NOT_SUPPORTED;
-    }
-
-    default int memMap(long ptr, long size, long offset, long handle, long flags) {
-        return CuResult.NOT_SUPPORTED;
-    }
-
-    default int memUnmap(long ptr, long size) {
-        return CuResult.NOT_SUPPORTED;
-    }
-
-    /** cuMemSetAccess with one CUmemAccessDesc: a device location and its CUmemAccess_flags. */
-    default int memSetAccess(long ptr, long size, int device, int flags) {
-        return CuResult.NOT_SUPPORTED;
-    }
-
-    /** cuMemGetAccess for a device location → value (CUmemAccess_flags) */
-    default int memGetAccess(Out out, int device, long ptr) {
 
     // ---- arrays and textures (issue 12) ----
     // Arrays, mipmapped arrays, texture and surface objects (api/memory-objects.api, docs/memory.md).
@@ -739,35 +717,6 @@ public interface CudaBackend {
     }
 
     /**
-     * cuMemGetAllocationPropertiesFromHandle → value (type), offset (requestedHandleTypes), address
-     * (the location's native device, -1 if the location is not a device), bytes (allocFlags, packed).
-     */
-    default int memGetAllocationProperties(Out out, long handle) {
-        return CuResult.NOT_SUPPORTED;
-    }
-
-    /** cuMemRetainAllocationHandle → handle */
-    default int memRetainAllocationHandle(Out out, long addr) {
-        return CuResult.NOT_SUPPORTED;
-    }
-
-    /** cuMemPoolCreate of pinned memory on a device location → handle */
-    default int memPoolCreate(Out out, int handleTypes, int device, long maxSize, int usage) {
-        return CuResult.NOT_SUPPORTED;
-    }
-
-    default int memPoolDestroy(long pool) {
-        return CuResult.NOT_SUPPORTED;
-    }
-
-    /** cuMemPoolSetAccess with one CUmemAccessDesc: a device location and its CUmemAccess_flags. */
-    default int memPoolSetAccess(long pool, int device, int flags) {
-        return CuResult.NOT_SUPPORTED;
-    }
-
-    /** cuMemPoolGetAccess for a device location → value (CUmemAccess_flags) */
-    default int memPoolGetAccess(Out out, long pool, int device) {
-
      * A 3D copy of {@code width} bytes × {@code height} rows × {@code depth} slices where either side
      * may be an array ({@link #MEMORYTYPE_ARRAY}: the native array and its X/Y/Z offsets; pitch and
      * height unused) or linear as in {@link #memcpy3D} (X/Y/Z 0). The caller has checked both sides.
@@ -814,27 +763,84 @@ public interface CudaBackend {
     /** Writes the 144-byte CUDA_RESOURCE_DESC (native handles) at {@code desc}. */
     default int surfObjectGetResourceDesc(long desc, long surf) {
         return CuResult.NOT_SUPPORTED;
-
-    // ---- sharing: the host's NVML for the guest's (issue 15, docs/sharing.md) ----
-    // Answers are nvmlReturn_t (NvmlResult); a backend without NVML says so: NOT_SUPPORTED.
-
-    /** Opens the host's NVML (once; later calls answer the first's result) on the GPU CUDA names {@code pciBusId}. */
-    default int nvmlOpen(String pciBusId) {
-        return NvmlResult.NOT_SUPPORTED;
     }
 
-    /** A string ({@link NvmlQuery} DRIVER_VERSION..PCI_BUS_ID), NUL-terminated, into {@code dst} (capacity bytes). */
-    default int nvmlString(int what, long dst, int capacity) {
-        return NvmlResult.NOT_SUPPORTED;
+    // ---- virtual memory and created pools (issue 12) ----
+    // api/vmm.api, docs/memory.md. A CUmemAllocationProp travels as its scalar fields: type,
+    // requestedHandleTypes, the (native) device of a device location, allocFlags packed as
+    // compressionType | gpuDirectRDMACapable << 8 | usage << 16. Defaults answer
+    // CUDA_ERROR_NOT_SUPPORTED.
+
+    /** cuMemGetAllocationGranularity → bytes */
+    default int memGetAllocationGranularity(Out out, int type, int handleTypes, int device, int allocFlags, int option) {
+        return CuResult.NOT_SUPPORTED;
     }
 
-    /** → bytes: a number of the GPU ({@link NvmlQuery} TEMPERATURE..PCI_IDS; arg: a sensor or clock type). */
-    default int nvmlValue(Out out, int what, int arg) {
-        return NvmlResult.NOT_SUPPORTED;
+    /** cuMemAddressReserve → address */
+    default int memAddressReserve(Out out, long size, long alignment, long addr, long flags) {
+        return CuResult.NOT_SUPPORTED;
     }
 
-    /** → totalBytes, bytes (free), address (used): the card's memory as NVML reports it. */
-    default int nvmlMemory(Out out) {
-        return NvmlResult.NOT_SUPPORTED;
+    default int memAddressFree(long ptr, long size) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemCreate on a device location → handle */
+    default int memCreate(Out out, long size, int type, int handleTypes, int device, int allocFlags, long flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int memRelease(long handle) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int memMap(long ptr, long size, long offset, long handle, long flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int memUnmap(long ptr, long size) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemSetAccess with one CUmemAccessDesc: a device location and its CUmemAccess_flags. */
+    default int memSetAccess(long ptr, long size, int device, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemGetAccess for a device location → value (CUmemAccess_flags) */
+    default int memGetAccess(Out out, int device, long ptr) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /**
+     * cuMemGetAllocationPropertiesFromHandle → value (type), offset (requestedHandleTypes), address
+     * (the location's native device, -1 if the location is not a device), bytes (allocFlags, packed).
+     */
+    default int memGetAllocationProperties(Out out, long handle) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemRetainAllocationHandle → handle */
+    default int memRetainAllocationHandle(Out out, long addr) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemPoolCreate of pinned memory on a device location → handle */
+    default int memPoolCreate(Out out, int handleTypes, int device, long maxSize, int usage) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    default int memPoolDestroy(long pool) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemPoolSetAccess with one CUmemAccessDesc: a device location and its CUmemAccess_flags. */
+    default int memPoolSetAccess(long pool, int device, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuMemPoolGetAccess for a device location → value (CUmemAccess_flags) */
+    default int memPoolGetAccess(Out out, long pool, int device) {
+        return CuResult.NOT_SUPPORTED;
     }
 }

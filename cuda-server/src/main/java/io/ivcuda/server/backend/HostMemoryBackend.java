@@ -639,6 +639,267 @@ public class HostMemoryBackend implements CudaBackend {
         return CuResult.SUCCESS;
     }
 
+    // ---- arrays and textures (issue 12) ----
+    // An array here is a plain host block of width·height·depth elements, rows packed: enough to
+    // test that copies to and from arrays move the right bytes (a transport test). Texture and
+    // surface objects are numbers this backend minted with the descriptors they were made from:
+    // they can be created, queried and destroyed, never sampled (no kernel runs here). A mipmapped
+    // array is its levels, each such an array of halved extent. Planes (multi-planar formats)
+    // and memory requirements need the driver: CUDA_ERROR_NOT_SUPPORTED.
+
+    /**
+     * A host-memory array: its block and the descriptor it was made from. Flags (layered, cubemap,
+     * surface load/store, gather) change nothing here: the block is width·rows·slices elements.
+     */
+    private record HostArray(long address, long width, long height, long depth, int format, int channels, int flags,
+                             long rowBytes, long rows, long slices) {
+    }
+
+    /** A texture or surface object's descriptors (copies; view 0: none). */
+    private record HostObject(long resDesc, long texDesc, long viewDesc) {
+    }
+
+    private final Map<Long, HostArray> arrays = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<Long, long[]> mipmaps = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<Long, HostObject> texObjects = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<Long, HostObject> surfObjects = new java.util.concurrent.ConcurrentHashMap<>();
+
+    @Override
+    public int arrayCreate(Out o, long width, long height, long depth, int format, int channels, int flags) {
+        int element = ArrayFormat.elementBytes(format, channels);
+        if (element == 0 || width <= 0 || height < 0 || depth < 0) {
+            // formats without a fixed element size (block-compressed, video) are the driver's business
+            return element == 0 ? CuResult.NOT_SUPPORTED : CuResult.INVALID_VALUE;
+        }
+        long rows = Math.max(1, height);
+        long slices = Math.max(1, depth);
+        long bytes;
+        try {
+            bytes = Math.multiplyExact(Math.multiplyExact(Math.multiplyExact(width, element), rows), slices);
+        } catch (ArithmeticException e) {
+            return CuResult.OUT_OF_MEMORY;
+        }
+        synchronized (this) {
+            if (bytes > TOTAL - used) {
+                return CuResult.OUT_OF_MEMORY;
+            }
+            used += bytes;
+        }
+        long address = UnsafeApi.allocateMemory(bytes);
+        arrays.put(address, new HostArray(address, width, height, depth, format, channels, flags, width * element, rows,
+                slices));
+        o.handle = address;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int arrayDestroy(long array) {
+        HostArray a = arrays.remove(array);
+        if (a == null) {
+            return CuResult.INVALID_HANDLE;
+        }
+        UnsafeApi.freeMemory(a.address());
+        synchronized (this) {
+            used -= a.rowBytes() * a.rows() * a.slices();
+        }
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int arrayGetDescriptor(long desc, long array) {
+        HostArray a = arrays.get(array);
+        if (a == null) {
+            return CuResult.INVALID_HANDLE;
+        }
+        UnsafeApi.putLong(desc, a.width());
+        UnsafeApi.putLong(desc + 8, a.height());
+        UnsafeApi.putInt(desc + 16, a.format());
+        UnsafeApi.putInt(desc + 20, a.channels());
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int array3DGetDescriptor(long desc, long array) {
+        HostArray a = arrays.get(array);
+        if (a == null) {
+            return CuResult.INVALID_HANDLE;
+        }
+        UnsafeApi.putLong(desc, a.width());
+        UnsafeApi.putLong(desc + 8, a.height());
+        UnsafeApi.putLong(desc + 16, a.depth());
+        UnsafeApi.putInt(desc + 24, a.format());
+        UnsafeApi.putInt(desc + 28, a.channels());
+        UnsafeApi.putInt(desc + 32, a.flags());
+        UnsafeApi.putInt(desc + 36, 0);
+        return CuResult.SUCCESS;
+    }
+
+    /** Its levels: level i is an array of width, height, depth each halved i times (at least 1 where not 0). */
+    @Override
+    public int mipmappedArrayCreate(Out o, long width, long height, long depth, int format, int channels, int flags,
+                                    int levels) {
+        if (levels < 1 || levels > 32) {
+            return CuResult.INVALID_VALUE;
+        }
+        long[] made = new long[levels];
+        for (int i = 0; i < levels; i++) {
+            int r = arrayCreate(o, Math.max(1, width >> i), height == 0 ? 0 : Math.max(1, height >> i),
+                    depth == 0 ? 0 : Math.max(1, depth >> i), format, channels, flags);
+            if (r != CuResult.SUCCESS) {
+                for (int j = 0; j < i; j++) {
+                    arrayDestroy(made[j]);
+                }
+                return r;
+            }
+            made[i] = o.handle;
+        }
+        long value = nextObject.getAndIncrement();
+        mipmaps.put(value, made);
+        o.handle = value;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int mipmappedArrayDestroy(long mipmap) {
+        long[] levels = mipmaps.remove(mipmap);
+        if (levels == null) {
+            return CuResult.INVALID_HANDLE;
+        }
+        for (long level : levels) {
+            arrayDestroy(level);
+        }
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int mipmappedArrayGetLevel(Out o, long mipmap, int level) {
+        long[] levels = mipmaps.get(mipmap);
+        if (levels == null) {
+            return CuResult.INVALID_HANDLE;
+        }
+        if (level < 0 || level >= levels.length) {
+            return CuResult.INVALID_VALUE;
+        }
+        o.handle = levels[level];
+        return CuResult.SUCCESS;
+    }
+
+    /**
+     * Array sides become host sides (the array's rows are packed); the offsets are held to the
+     * array here too, so a wrong caller fails instead of writing past the block.
+     */
+    @Override
+    public int memcpy3DArray(int dstType, long dst, long dstX, long dstY, long dstZ, long dstPitch, long dstHeight,
+                             int srcType, long src, long srcX, long srcY, long srcZ, long srcPitch, long srcHeight,
+                             long width, long height, long depth, long stream, boolean async) {
+        long[] d = {dstType, dst, dstPitch, dstHeight};
+        long[] s = {srcType, src, srcPitch, srcHeight};
+        if (dstType == MEMORYTYPE_ARRAY && !arraySide(d, dstX, dstY, dstZ, width, height, depth)
+                || srcType == MEMORYTYPE_ARRAY && !arraySide(s, srcX, srcY, srcZ, width, height, depth)) {
+            return CuResult.INVALID_VALUE;
+        }
+        return memcpy3D((int) d[0], d[1], d[2], d[3], (int) s[0], s[1], s[2], s[3], width, height, depth, stream, async);
+    }
+
+    /** Rewrites {type, array, pitch, rows} into the host side at (x, y, z); false if it leaves the array. */
+    private boolean arraySide(long[] side, long x, long y, long z, long width, long height, long depth) {
+        HostArray a = arrays.get(side[1]);
+        if (a == null || x < 0 || y < 0 || z < 0 || width > a.rowBytes() - x || height > a.rows() - y
+                || depth > a.slices() - z) {
+            return false;
+        }
+        side[0] = MEMORYTYPE_HOST;
+        side[1] = a.address() + (z * a.rows() + y) * a.rowBytes() + x;
+        side[2] = a.rowBytes();
+        side[3] = a.rows();
+        return true;
+    }
+
+    private static long copyOf(long from, int bytes) {
+        long to = UnsafeApi.allocateMemory(bytes);
+        UnsafeApi.copyMemory(from, to, bytes);
+        return to;
+    }
+
+    @Override
+    public int texObjectCreate(Out o, long resDesc, long texDesc, long viewDesc) {
+        long value = nextObject.getAndIncrement();
+        texObjects.put(value, new HostObject(copyOf(resDesc, RESOURCE_DESC_SIZE), copyOf(texDesc, TEXTURE_DESC_SIZE),
+                viewDesc == 0 ? 0 : copyOf(viewDesc, VIEW_DESC_SIZE)));
+        o.handle = value;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int texObjectDestroy(long tex) {
+        return forget(texObjects.remove(tex));
+    }
+
+    @Override
+    public int texObjectGetResourceDesc(long desc, long tex) {
+        return answer(texObjects.get(tex), 0, desc, RESOURCE_DESC_SIZE);
+    }
+
+    @Override
+    public int texObjectGetTextureDesc(long desc, long tex) {
+        return answer(texObjects.get(tex), 1, desc, TEXTURE_DESC_SIZE);
+    }
+
+    @Override
+    public int texObjectGetResourceViewDesc(long desc, long tex) {
+        return answer(texObjects.get(tex), 2, desc, VIEW_DESC_SIZE);
+    }
+
+    @Override
+    public int surfObjectCreate(Out o, long resDesc) {
+        long value = nextObject.getAndIncrement();
+        surfObjects.put(value, new HostObject(copyOf(resDesc, RESOURCE_DESC_SIZE), 0, 0));
+        o.handle = value;
+        return CuResult.SUCCESS;
+    }
+
+    @Override
+    public int surfObjectDestroy(long surf) {
+        return forget(surfObjects.remove(surf));
+    }
+
+    @Override
+    public int surfObjectGetResourceDesc(long desc, long surf) {
+        return answer(surfObjects.get(surf), 0, desc, RESOURCE_DESC_SIZE);
+    }
+
+    private static final int RESOURCE_DESC_SIZE = 144;
+    private static final int TEXTURE_DESC_SIZE = 104;
+    private static final int VIEW_DESC_SIZE = 112;
+
+    private static int forget(HostObject h) {
+        if (h == null) {
+            return CuResult.INVALID_VALUE;
+        }
+        UnsafeApi.freeMemory(h.resDesc());
+        if (h.texDesc() != 0) {
+            UnsafeApi.freeMemory(h.texDesc());
+        }
+        if (h.viewDesc() != 0) {
+            UnsafeApi.freeMemory(h.viewDesc());
+        }
+        return CuResult.SUCCESS;
+    }
+
+    /** Copies descriptor {@code which} (0 resource, 1 texture, 2 view) out; a missing view is zeros, as the driver's. */
+    private static int answer(HostObject h, int which, long into, int bytes) {
+        if (h == null) {
+            return CuResult.INVALID_VALUE;
+        }
+        long from = which == 0 ? h.resDesc() : which == 1 ? h.texDesc() : h.viewDesc();
+        if (from == 0) {
+            UnsafeApi.setMemory(into, bytes, (byte) 0);
+        } else {
+            UnsafeApi.copyMemory(from, into, bytes);
+        }
+        return CuResult.SUCCESS;
+    }
+
     // ---- virtual memory and created pools (issue 12) ----
     // A transport test of the VMM calls, no GPU: a reservation is a range of fake addresses
     // (bookkeeping only), cuMemCreate allocates host bytes (counted in this device's memory), and
@@ -823,69 +1084,6 @@ public class HostMemoryBackend implements CudaBackend {
         }
         for (Mapping m : mapped.subMap(mapped.floorKey(ptr), true, ptr + size, false).values()) {
             m.access()[0] = flags;
-
-    // ---- arrays and textures (issue 12) ----
-    // An array here is a plain host block of width·height·depth elements, rows packed: enough to
-    // test that copies to and from arrays move the right bytes (a transport test). Texture and
-    // surface objects are numbers this backend minted with the descriptors they were made from:
-    // they can be created, queried and destroyed, never sampled (no kernel runs here). A mipmapped
-    // array is its levels, each such an array of halved extent. Planes (multi-planar formats)
-    // and memory requirements need the driver: CUDA_ERROR_NOT_SUPPORTED.
-
-    /**
-     * A host-memory array: its block and the descriptor it was made from. Flags (layered, cubemap,
-     * surface load/store, gather) change nothing here: the block is width·rows·slices elements.
-     */
-    private record HostArray(long address, long width, long height, long depth, int format, int channels, int flags,
-                             long rowBytes, long rows, long slices) {
-    }
-
-    /** A texture or surface object's descriptors (copies; view 0: none). */
-    private record HostObject(long resDesc, long texDesc, long viewDesc) {
-    }
-
-    private final Map<Long, HostArray> arrays = new java.util.concurrent.ConcurrentHashMap<>();
-    private final Map<Long, long[]> mipmaps = new java.util.concurrent.ConcurrentHashMap<>();
-    private final Map<Long, HostObject> texObjects = new java.util.concurrent.ConcurrentHashMap<>();
-    private final Map<Long, HostObject> surfObjects = new java.util.concurrent.ConcurrentHashMap<>();
-
-    @Override
-    public int arrayCreate(Out o, long width, long height, long depth, int format, int channels, int flags) {
-        int element = ArrayFormat.elementBytes(format, channels);
-        if (element == 0 || width <= 0 || height < 0 || depth < 0) {
-            // formats without a fixed element size (block-compressed, video) are the driver's business
-            return element == 0 ? CuResult.NOT_SUPPORTED : CuResult.INVALID_VALUE;
-        }
-        long rows = Math.max(1, height);
-        long slices = Math.max(1, depth);
-        long bytes;
-        try {
-            bytes = Math.multiplyExact(Math.multiplyExact(Math.multiplyExact(width, element), rows), slices);
-        } catch (ArithmeticException e) {
-            return CuResult.OUT_OF_MEMORY;
-        }
-        synchronized (this) {
-            if (bytes > TOTAL - used) {
-                return CuResult.OUT_OF_MEMORY;
-            }
-            used += bytes;
-        }
-        long address = UnsafeApi.allocateMemory(bytes);
-        arrays.put(address, new HostArray(address, width, height, depth, format, channels, flags, width * element, rows,
-                slices));
-        o.handle = address;
-        return CuResult.SUCCESS;
-    }
-
-    @Override
-    public int arrayDestroy(long array) {
-        HostArray a = arrays.remove(array);
-        if (a == null) {
-            return CuResult.INVALID_HANDLE;
-        }
-        UnsafeApi.freeMemory(a.address());
-        synchronized (this) {
-            used -= a.rowBytes() * a.rows() * a.slices();
         }
         return CuResult.SUCCESS;
     }
@@ -897,16 +1095,6 @@ public class HostMemoryBackend implements CudaBackend {
             return CuResult.INVALID_VALUE;
         }
         o.value = e.getValue().access()[0];
-
-    public int arrayGetDescriptor(long desc, long array) {
-        HostArray a = arrays.get(array);
-        if (a == null) {
-            return CuResult.INVALID_HANDLE;
-        }
-        UnsafeApi.putLong(desc, a.width());
-        UnsafeApi.putLong(desc + 8, a.height());
-        UnsafeApi.putInt(desc + 16, a.format());
-        UnsafeApi.putInt(desc + 20, a.channels());
         return CuResult.SUCCESS;
     }
 
@@ -920,44 +1108,6 @@ public class HostMemoryBackend implements CudaBackend {
         o.offset = p.handleTypes & 0xffffffffL;
         o.address = 0;
         o.bytes = p.allocFlags;
-
-    public int array3DGetDescriptor(long desc, long array) {
-        HostArray a = arrays.get(array);
-        if (a == null) {
-            return CuResult.INVALID_HANDLE;
-        }
-        UnsafeApi.putLong(desc, a.width());
-        UnsafeApi.putLong(desc + 8, a.height());
-        UnsafeApi.putLong(desc + 16, a.depth());
-        UnsafeApi.putInt(desc + 24, a.format());
-        UnsafeApi.putInt(desc + 28, a.channels());
-        UnsafeApi.putInt(desc + 32, a.flags());
-        UnsafeApi.putInt(desc + 36, 0);
-        return CuResult.SUCCESS;
-    }
-
-    /** Its levels: level i is an array of width, height, depth each halved i times (at least 1 where not 0). */
-    @Override
-    public int mipmappedArrayCreate(Out o, long width, long height, long depth, int format, int channels, int flags,
-                                    int levels) {
-        if (levels < 1 || levels > 32) {
-            return CuResult.INVALID_VALUE;
-        }
-        long[] made = new long[levels];
-        for (int i = 0; i < levels; i++) {
-            int r = arrayCreate(o, Math.max(1, width >> i), height == 0 ? 0 : Math.max(1, height >> i),
-                    depth == 0 ? 0 : Math.max(1, depth >> i), format, channels, flags);
-            if (r != CuResult.SUCCESS) {
-                for (int j = 0; j < i; j++) {
-                    arrayDestroy(made[j]);
-                }
-                return r;
-            }
-            made[i] = o.handle;
-        }
-        long value = nextObject.getAndIncrement();
-        mipmaps.put(value, made);
-        o.handle = value;
         return CuResult.SUCCESS;
     }
 
@@ -970,28 +1120,6 @@ public class HostMemoryBackend implements CudaBackend {
         long handle = e.getValue().handle();
         physical.get(handle).refs++;
         o.handle = handle;
-
-    public int mipmappedArrayDestroy(long mipmap) {
-        long[] levels = mipmaps.remove(mipmap);
-        if (levels == null) {
-            return CuResult.INVALID_HANDLE;
-        }
-        for (long level : levels) {
-            arrayDestroy(level);
-        }
-        return CuResult.SUCCESS;
-    }
-
-    @Override
-    public int mipmappedArrayGetLevel(Out o, long mipmap, int level) {
-        long[] levels = mipmaps.get(mipmap);
-        if (levels == null) {
-            return CuResult.INVALID_HANDLE;
-        }
-        if (level < 0 || level >= levels.length) {
-            return CuResult.INVALID_VALUE;
-        }
-        o.handle = levels[level];
         return CuResult.SUCCESS;
     }
 
@@ -1055,119 +1183,6 @@ public class HostMemoryBackend implements CudaBackend {
             return CuResult.INVALID_VALUE;
         }
         o.value = 3;
-
-     * Array sides become host sides (the array's rows are packed); the offsets are held to the
-     * array here too, so a wrong caller fails instead of writing past the block.
-     */
-    @Override
-    public int memcpy3DArray(int dstType, long dst, long dstX, long dstY, long dstZ, long dstPitch, long dstHeight,
-                             int srcType, long src, long srcX, long srcY, long srcZ, long srcPitch, long srcHeight,
-                             long width, long height, long depth, long stream, boolean async) {
-        long[] d = {dstType, dst, dstPitch, dstHeight};
-        long[] s = {srcType, src, srcPitch, srcHeight};
-        if (dstType == MEMORYTYPE_ARRAY && !arraySide(d, dstX, dstY, dstZ, width, height, depth)
-                || srcType == MEMORYTYPE_ARRAY && !arraySide(s, srcX, srcY, srcZ, width, height, depth)) {
-            return CuResult.INVALID_VALUE;
-        }
-        return memcpy3D((int) d[0], d[1], d[2], d[3], (int) s[0], s[1], s[2], s[3], width, height, depth, stream, async);
-    }
-
-    /** Rewrites {type, array, pitch, rows} into the host side at (x, y, z); false if it leaves the array. */
-    private boolean arraySide(long[] side, long x, long y, long z, long width, long height, long depth) {
-        HostArray a = arrays.get(side[1]);
-        if (a == null || x < 0 || y < 0 || z < 0 || width > a.rowBytes() - x || height > a.rows() - y
-                || depth > a.slices() - z) {
-            return false;
-        }
-        side[0] = MEMORYTYPE_HOST;
-        side[1] = a.address() + (z * a.rows() + y) * a.rowBytes() + x;
-        side[2] = a.rowBytes();
-        side[3] = a.rows();
-        return true;
-    }
-
-    private static long copyOf(long from, int bytes) {
-        long to = UnsafeApi.allocateMemory(bytes);
-        UnsafeApi.copyMemory(from, to, bytes);
-        return to;
-    }
-
-    @Override
-    public int texObjectCreate(Out o, long resDesc, long texDesc, long viewDesc) {
-        long value = nextObject.getAndIncrement();
-        texObjects.put(value, new HostObject(copyOf(resDesc, RESOURCE_DESC_SIZE), copyOf(texDesc, TEXTURE_DESC_SIZE),
-                viewDesc == 0 ? 0 : copyOf(viewDesc, VIEW_DESC_SIZE)));
-        o.handle = value;
-        return CuResult.SUCCESS;
-    }
-
-    @Override
-    public int texObjectDestroy(long tex) {
-        return forget(texObjects.remove(tex));
-    }
-
-    @Override
-    public int texObjectGetResourceDesc(long desc, long tex) {
-        return answer(texObjects.get(tex), 0, desc, RESOURCE_DESC_SIZE);
-    }
-
-    @Override
-    public int texObjectGetTextureDesc(long desc, long tex) {
-        return answer(texObjects.get(tex), 1, desc, TEXTURE_DESC_SIZE);
-    }
-
-    @Override
-    public int texObjectGetResourceViewDesc(long desc, long tex) {
-        return answer(texObjects.get(tex), 2, desc, VIEW_DESC_SIZE);
-    }
-
-    @Override
-    public int surfObjectCreate(Out o, long resDesc) {
-        long value = nextObject.getAndIncrement();
-        surfObjects.put(value, new HostObject(copyOf(resDesc, RESOURCE_DESC_SIZE), 0, 0));
-        o.handle = value;
-        return CuResult.SUCCESS;
-    }
-
-    @Override
-    public int surfObjectDestroy(long surf) {
-        return forget(surfObjects.remove(surf));
-    }
-
-    @Override
-    public int surfObjectGetResourceDesc(long desc, long surf) {
-        return answer(surfObjects.get(surf), 0, desc, RESOURCE_DESC_SIZE);
-    }
-
-    private static final int RESOURCE_DESC_SIZE = 144;
-    private static final int TEXTURE_DESC_SIZE = 104;
-    private static final int VIEW_DESC_SIZE = 112;
-
-    private static int forget(HostObject h) {
-        if (h == null) {
-            return CuResult.INVALID_VALUE;
-        }
-        UnsafeApi.freeMemory(h.resDesc());
-        if (h.texDesc() != 0) {
-            UnsafeApi.freeMemory(h.texDesc());
-        }
-        if (h.viewDesc() != 0) {
-            UnsafeApi.freeMemory(h.viewDesc());
-        }
-        return CuResult.SUCCESS;
-    }
-
-    /** Copies descriptor {@code which} (0 resource, 1 texture, 2 view) out; a missing view is zeros, as the driver's. */
-    private static int answer(HostObject h, int which, long into, int bytes) {
-        if (h == null) {
-            return CuResult.INVALID_VALUE;
-        }
-        long from = which == 0 ? h.resDesc() : which == 1 ? h.texDesc() : h.viewDesc();
-        if (from == 0) {
-            UnsafeApi.setMemory(into, bytes, (byte) 0);
-        } else {
-            UnsafeApi.copyMemory(from, into, bytes);
-        }
         return CuResult.SUCCESS;
     }
 }

@@ -1364,20 +1364,6 @@ public final class JnaCudaBackend implements CudaBackend {
         return r;
     }
 
-    // ---- virtual memory and created pools (issue 12) ----
-
-    private static final class Vmm {
-        static final boolean LOADED;
-
-        static {
-            boolean loaded = false;
-            try {
-                Class.forName(CudaDriverVmm.class.getName(), true, CudaDriverVmm.class.getClassLoader());
-                loaded = true;
-            } catch (Throwable e) {
-                LOG.error("libcuda.so.1 lacks a virtual-memory function ({}): those calls answer "
-                        + "CUDA_ERROR_NOT_SUPPORTED", e.toString());
-
     // ---- sharing: the host's NVML for the guest's (issue 15, docs/sharing.md) ----
 
     /** NvmlDriver, loaded on first use: a host without libnvidia-ml.so.1 answers LIBRARY_NOT_FOUND. */
@@ -1397,121 +1383,6 @@ public final class JnaCudaBackend implements CudaBackend {
             LOADED = loaded;
         }
     }
-
-    /** CUmemAllocationProp (32 bytes, cuda.h): type, requestedHandleTypes, location, win32 pointer, allocFlags. */
-    private static final int PROP_SIZE = 32;
-    private static final int CU_MEM_LOCATION_TYPE_DEVICE = 1;
-
-    /** Builds a device-located CUmemAllocationProp at scratch slot 4 (slots 4-7). */
-    private static long prop(Out o, int type, int handleTypes, int device, int allocFlags) {
-        long p = s(o, 4);
-        UnsafeApi.setMemory(p, PROP_SIZE, (byte) 0);
-        UnsafeApi.putInt(p, type);
-        UnsafeApi.putInt(p + 4, handleTypes);
-        deviceLocation(p + 8, device);
-        UnsafeApi.putByte(p + 24, (byte) allocFlags);
-        UnsafeApi.putByte(p + 25, (byte) (allocFlags >>> 8));
-        UnsafeApi.putShort(p + 26, (short) (allocFlags >>> 16));
-        return p;
-    }
-
-    @Override
-    public int memGetAllocationGranularity(Out o, int type, int handleTypes, int device, int allocFlags, int option) {
-        if (!Vmm.LOADED) {
-            return CuResult.NOT_SUPPORTED;
-        }
-        UnsafeApi.putLong(s(o, 0), 0);
-        int r = CudaDriverVmm.cuMemGetAllocationGranularity(s(o, 0), prop(o, type, handleTypes, device, allocFlags), option);
-
-    // ---- arrays and textures (issue 12) ----
-
-    /** A CUDA_ARRAY3D_DESCRIPTOR (40 bytes) written into the scratch from slot 8 on. */
-    private static long array3D(Out o, long width, long height, long depth, int format, int channels, int flags) {
-        long d = s(o, 8);
-        UnsafeApi.putLong(d, width);
-        UnsafeApi.putLong(d + 8, height);
-        UnsafeApi.putLong(d + 16, depth);
-        UnsafeApi.putInt(d + 24, format);
-        UnsafeApi.putInt(d + 28, channels);
-        UnsafeApi.putInt(d + 32, flags);
-        UnsafeApi.putInt(d + 36, 0);
-        return d;
-    }
-
-    @Override
-    public int arrayCreate(Out o, long width, long height, long depth, int format, int channels, int flags) {
-        int r = cuArray3DCreate_v2(s(o, 0), array3D(o, width, height, depth, format, channels, flags));
-        o.handle = UnsafeApi.getLong(s(o, 0));
-        return r;
-    }
-
-    @Override
-    public int arrayDestroy(long array) {
-        return cuArrayDestroy(array);
-    }
-
-    @Override
-    public int arrayGetDescriptor(long desc, long array) {
-        return cuArrayGetDescriptor_v2(desc, array);
-    }
-
-    @Override
-    public int array3DGetDescriptor(long desc, long array) {
-        return cuArray3DGetDescriptor_v2(desc, array);
-    }
-
-    @Override
-    public int arrayGetMemoryRequirements(long requirements, long array, int device) {
-        return cuArrayGetMemoryRequirements(requirements, array, device);
-    }
-
-    @Override
-    public int arrayGetPlane(Out o, long array, int plane) {
-        int r = cuArrayGetPlane(s(o, 0), array, plane);
-        o.handle = UnsafeApi.getLong(s(o, 0));
-        return r;
-    }
-
-    @Override
-    public int mipmappedArrayCreate(Out o, long width, long height, long depth, int format, int channels, int flags,
-                                    int levels) {
-        int r = cuMipmappedArrayCreate(s(o, 0), array3D(o, width, height, depth, format, channels, flags), levels);
-        o.handle = UnsafeApi.getLong(s(o, 0));
-        return r;
-    }
-
-    @Override
-    public int mipmappedArrayDestroy(long mipmap) {
-        return cuMipmappedArrayDestroy(mipmap);
-    }
-
-    @Override
-    public int mipmappedArrayGetLevel(Out o, long mipmap, int level) {
-        int r = cuMipmappedArrayGetLevel(s(o, 0), mipmap, level);
-        o.handle = UnsafeApi.getLong(s(o, 0));
-        return r;
-    }
-
-    @Override
-    public int mipmappedArrayGetMemoryRequirements(long requirements, long mipmap, int device) {
-        return cuMipmappedArrayGetMemoryRequirements(requirements, mipmap, device);
-    }
-
-    @Override
-    public int deviceGetTexture1DLinearMaxWidth(Out o, int format, int channels, int device) {
-        int r = cuDeviceGetTexture1DLinearMaxWidth(s(o, 0), format, channels, device);
-        o.bytes = UnsafeApi.getLong(s(o, 0));
-        return r;
-    }
-
-    @Override
-    public int memAddressReserve(Out o, long size, long alignment, long addr, long flags) {
-        if (!Vmm.LOADED) {
-            return CuResult.NOT_SUPPORTED;
-        }
-        UnsafeApi.putLong(s(o, 0), 0);
-        int r = CudaDriverVmm.cuMemAddressReserve(s(o, 0), size, alignment, addr, flags);
-        o.address = UnsafeApi.getLong(s(o, 0));
 
     /** The NVML device of the server's GPU once opened; the first open's result answers every later one. */
     private long nvmlDevice;
@@ -1624,17 +1495,99 @@ public final class JnaCudaBackend implements CudaBackend {
     }
 
     @Override
-    public int memAddressFree(long ptr, long size) {
-        return Vmm.LOADED ? CudaDriverVmm.cuMemAddressFree(ptr, size) : CuResult.NOT_SUPPORTED;
+    public int nvmlMemory(Out o) {
+        long device = nvmlDevice();
+        if (device == 0) {
+            return NvmlResult.UNINITIALIZED;
+        }
+        // nvmlMemory_t (v1): total, free, used
+        int r = NvmlDriver.nvmlDeviceGetMemoryInfo(device, s(o, 0));
+        o.totalBytes = UnsafeApi.getLong(s(o, 0));
+        o.bytes = UnsafeApi.getLong(s(o, 1));
+        o.address = UnsafeApi.getLong(s(o, 2));
+        return r;
+    }
+
+    // ---- arrays and textures (issue 12) ----
+
+    /** A CUDA_ARRAY3D_DESCRIPTOR (40 bytes) written into the scratch from slot 8 on. */
+    private static long array3D(Out o, long width, long height, long depth, int format, int channels, int flags) {
+        long d = s(o, 8);
+        UnsafeApi.putLong(d, width);
+        UnsafeApi.putLong(d + 8, height);
+        UnsafeApi.putLong(d + 16, depth);
+        UnsafeApi.putInt(d + 24, format);
+        UnsafeApi.putInt(d + 28, channels);
+        UnsafeApi.putInt(d + 32, flags);
+        UnsafeApi.putInt(d + 36, 0);
+        return d;
     }
 
     @Override
-    public int memCreate(Out o, long size, int type, int handleTypes, int device, int allocFlags, long flags) {
-        if (!Vmm.LOADED) {
-            return CuResult.NOT_SUPPORTED;
-        }
-        UnsafeApi.putLong(s(o, 0), 0);
-        int r = CudaDriverVmm.cuMemCreate(s(o, 0), size, prop(o, type, handleTypes, device, allocFlags), flags);
+    public int arrayCreate(Out o, long width, long height, long depth, int format, int channels, int flags) {
+        int r = cuArray3DCreate_v2(s(o, 0), array3D(o, width, height, depth, format, channels, flags));
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int arrayDestroy(long array) {
+        return cuArrayDestroy(array);
+    }
+
+    @Override
+    public int arrayGetDescriptor(long desc, long array) {
+        return cuArrayGetDescriptor_v2(desc, array);
+    }
+
+    @Override
+    public int array3DGetDescriptor(long desc, long array) {
+        return cuArray3DGetDescriptor_v2(desc, array);
+    }
+
+    @Override
+    public int arrayGetMemoryRequirements(long requirements, long array, int device) {
+        return cuArrayGetMemoryRequirements(requirements, array, device);
+    }
+
+    @Override
+    public int arrayGetPlane(Out o, long array, int plane) {
+        int r = cuArrayGetPlane(s(o, 0), array, plane);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int mipmappedArrayCreate(Out o, long width, long height, long depth, int format, int channels, int flags,
+                                    int levels) {
+        int r = cuMipmappedArrayCreate(s(o, 0), array3D(o, width, height, depth, format, channels, flags), levels);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int mipmappedArrayDestroy(long mipmap) {
+        return cuMipmappedArrayDestroy(mipmap);
+    }
+
+    @Override
+    public int mipmappedArrayGetLevel(Out o, long mipmap, int level) {
+        int r = cuMipmappedArrayGetLevel(s(o, 0), mipmap, level);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int mipmappedArrayGetMemoryRequirements(long requirements, long mipmap, int device) {
+        return cuMipmappedArrayGetMemoryRequirements(requirements, mipmap, device);
+    }
+
+    @Override
+    public int deviceGetTexture1DLinearMaxWidth(Out o, int format, int channels, int device) {
+        int r = cuDeviceGetTexture1DLinearMaxWidth(s(o, 0), format, channels, device);
+        o.bytes = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
 
     /** CUDA_MEMCPY3D: the X/Y/Z and array fields of each side (the others are named in memcpy3D's block). */
     private static final int SRC_X = 0, SRC_Y = 8, SRC_Z = 16, SRC_ARRAY = 56;
@@ -1677,6 +1630,116 @@ public final class JnaCudaBackend implements CudaBackend {
     @Override
     public int texObjectCreate(Out o, long resDesc, long texDesc, long viewDesc) {
         int r = cuTexObjectCreate(s(o, 0), resDesc, texDesc, viewDesc);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int texObjectDestroy(long tex) {
+        return cuTexObjectDestroy(tex);
+    }
+
+    @Override
+    public int texObjectGetResourceDesc(long desc, long tex) {
+        return cuTexObjectGetResourceDesc(desc, tex);
+    }
+
+    @Override
+    public int texObjectGetTextureDesc(long desc, long tex) {
+        return cuTexObjectGetTextureDesc(desc, tex);
+    }
+
+    @Override
+    public int texObjectGetResourceViewDesc(long desc, long tex) {
+        return cuTexObjectGetResourceViewDesc(desc, tex);
+    }
+
+    @Override
+    public int surfObjectCreate(Out o, long resDesc) {
+        int r = cuSurfObjectCreate(s(o, 0), resDesc);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int surfObjectDestroy(long surf) {
+        return cuSurfObjectDestroy(surf);
+    }
+
+    @Override
+    public int surfObjectGetResourceDesc(long desc, long surf) {
+        return cuSurfObjectGetResourceDesc(desc, surf);
+    }
+
+    // ---- virtual memory and created pools (issue 12) ----
+
+    private static final class Vmm {
+        static final boolean LOADED;
+
+        static {
+            boolean loaded = false;
+            try {
+                Class.forName(CudaDriverVmm.class.getName(), true, CudaDriverVmm.class.getClassLoader());
+                loaded = true;
+            } catch (Throwable e) {
+                LOG.error("libcuda.so.1 lacks a virtual-memory function ({}): those calls answer "
+                        + "CUDA_ERROR_NOT_SUPPORTED", e.toString());
+            }
+            LOADED = loaded;
+        }
+    }
+
+    /** CUmemAllocationProp (32 bytes, cuda.h): type, requestedHandleTypes, location, win32 pointer, allocFlags. */
+    private static final int PROP_SIZE = 32;
+    private static final int CU_MEM_LOCATION_TYPE_DEVICE = 1;
+
+    /** Builds a device-located CUmemAllocationProp at scratch slot 4 (slots 4-7). */
+    private static long prop(Out o, int type, int handleTypes, int device, int allocFlags) {
+        long p = s(o, 4);
+        UnsafeApi.setMemory(p, PROP_SIZE, (byte) 0);
+        UnsafeApi.putInt(p, type);
+        UnsafeApi.putInt(p + 4, handleTypes);
+        deviceLocation(p + 8, device);
+        UnsafeApi.putByte(p + 24, (byte) allocFlags);
+        UnsafeApi.putByte(p + 25, (byte) (allocFlags >>> 8));
+        UnsafeApi.putShort(p + 26, (short) (allocFlags >>> 16));
+        return p;
+    }
+
+    @Override
+    public int memGetAllocationGranularity(Out o, int type, int handleTypes, int device, int allocFlags, int option) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemGetAllocationGranularity(s(o, 0), prop(o, type, handleTypes, device, allocFlags), option);
+        o.bytes = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memAddressReserve(Out o, long size, long alignment, long addr, long flags) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemAddressReserve(s(o, 0), size, alignment, addr, flags);
+        o.address = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int memAddressFree(long ptr, long size) {
+        return Vmm.LOADED ? CudaDriverVmm.cuMemAddressFree(ptr, size) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int memCreate(Out o, long size, int type, int handleTypes, int device, int allocFlags, long flags) {
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverVmm.cuMemCreate(s(o, 0), size, prop(o, type, handleTypes, device, allocFlags), flags);
         o.handle = UnsafeApi.getLong(s(o, 0));
         return r;
     }
@@ -1773,29 +1836,6 @@ public final class JnaCudaBackend implements CudaBackend {
         UnsafeApi.putShort(p + 32, (short) usage);
         UnsafeApi.putLong(s(o, 0), 0);
         int r = CudaDriverVmm.cuMemPoolCreate(s(o, 0), p);
-
-    public int texObjectDestroy(long tex) {
-        return cuTexObjectDestroy(tex);
-    }
-
-    @Override
-    public int texObjectGetResourceDesc(long desc, long tex) {
-        return cuTexObjectGetResourceDesc(desc, tex);
-    }
-
-    @Override
-    public int texObjectGetTextureDesc(long desc, long tex) {
-        return cuTexObjectGetTextureDesc(desc, tex);
-    }
-
-    @Override
-    public int texObjectGetResourceViewDesc(long desc, long tex) {
-        return cuTexObjectGetResourceViewDesc(desc, tex);
-    }
-
-    @Override
-    public int surfObjectCreate(Out o, long resDesc) {
-        int r = cuSurfObjectCreate(s(o, 0), resDesc);
         o.handle = UnsafeApi.getLong(s(o, 0));
         return r;
     }
@@ -1818,27 +1858,6 @@ public final class JnaCudaBackend implements CudaBackend {
         UnsafeApi.putInt(s(o, 0), 0);
         int r = CudaDriverVmm.cuMemPoolGetAccess(s(o, 0), pool, deviceLocation(s(o, 1), device));
         o.value = UnsafeApi.getInt(s(o, 0));
-        return r;
-
-    public int surfObjectDestroy(long surf) {
-        return cuSurfObjectDestroy(surf);
-    }
-
-    @Override
-    public int surfObjectGetResourceDesc(long desc, long surf) {
-        return cuSurfObjectGetResourceDesc(desc, surf);
-    }
-
-    public int nvmlMemory(Out o) {
-        long device = nvmlDevice();
-        if (device == 0) {
-            return NvmlResult.UNINITIALIZED;
-        }
-        // nvmlMemory_t (v1): total, free, used
-        int r = NvmlDriver.nvmlDeviceGetMemoryInfo(device, s(o, 0));
-        o.totalBytes = UnsafeApi.getLong(s(o, 0));
-        o.bytes = UnsafeApi.getLong(s(o, 1));
-        o.address = UnsafeApi.getLong(s(o, 2));
         return r;
     }
 }
