@@ -15,6 +15,8 @@
 #include "ivc_api.h"
 #include "ivc_internal.h"
 #include "log.h"
+#include "current_context.h"
+#include "primary_state.h"
 
 #define PRIMARY_DEVICES 64
 
@@ -186,6 +188,7 @@ void ivc_hook_before_cuCtxDestroy_v2(CUcontext ctx)
 CUresult ivc_hook_after_cuCtxDestroy_v2(CUresult result, CUcontext ctx)
 {
     (void)ctx;
+    ivc_current_context_changed_anywhere(); /* it may have been current to any thread */
     return result;
 }
 
@@ -197,6 +200,7 @@ void ivc_hook_before_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 
 CUresult ivc_hook_after_cuDevicePrimaryCtxRetain(CUresult result, CUcontext *pctx, CUdevice dev)
 {
+    ivc_primary_state_changed();
     if (result == CUDA_SUCCESS && dev >= 0 && dev < PRIMARY_DEVICES) {
         pthread_mutex_lock(&lock);
         primary[dev] = *pctx;
@@ -214,6 +218,8 @@ void ivc_hook_before_cuDevicePrimaryCtxRelease_v2(CUdevice dev)
  * (asked only when the context has values here). */
 CUresult ivc_hook_after_cuDevicePrimaryCtxRelease_v2(CUresult result, CUdevice dev)
 {
+    ivc_current_context_changed_anywhere(); /* the last release ends the primary context */
+    ivc_primary_state_changed();
     CUcontext context = primary_of(dev);
     if (result != CUDA_SUCCESS || context == NULL || !has_entries(context))
         return result;
@@ -232,5 +238,7 @@ void ivc_hook_before_cuDevicePrimaryCtxReset_v2(CUdevice dev)
 CUresult ivc_hook_after_cuDevicePrimaryCtxReset_v2(CUresult result, CUdevice dev)
 {
     (void)dev;
+    ivc_current_context_changed_anywhere();
+    ivc_primary_state_changed();
     return result;
 }

@@ -17,10 +17,12 @@
 #include "cache.h"
 #include "channel.h"
 #include "interrupts.h"
+#include "current_context.h"
 #include "launch.h"
 #include "memory.h"
 #include "module.h"
 #include "pinned.h"
+#include "primary_state.h"
 #include "session.h"
 
 /* Runs in the child, which has one thread: no lock can be held by anyone else, and each
@@ -36,6 +38,8 @@ static void forget_process(void)
     ivc_pinned_forget_process();
     ivc_module_forget_process();
     ivc_launch_forget_process();
+    ivc_current_context_changed_anywhere();
+    ivc_primary_state_changed();
 }
 
 __attribute__((constructor)) static void register_fork_handler(void)

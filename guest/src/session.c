@@ -14,6 +14,7 @@
 #include "ivc_api.h"
 #include "log.h"
 #include "session.h"
+#include "current_context.h"
 
 #define LIBRARY_VERSION "ivcuda-guest 0.1.0"
 
@@ -136,6 +137,7 @@ static CUresult claim_for_thread(struct ivc_channel **out)
     }
     thread_channel = ch;
     pthread_setspecific(thread_key, ch);
+    ivc_current_context_forget_thread(); /* the server side of a new channel has nothing current */
     *out = ch;
     return CUDA_SUCCESS;
 }
@@ -173,6 +175,12 @@ CUresult ivc_begin(struct ivc_call *call, uint32_t opcode, const char *name)
     }
     ivc_call_on(call, ch, opcode, name);
     return CUDA_SUCCESS;
+}
+
+const void *ivc_session_thread_channel(void)
+{
+    struct ivc_channel *ch = thread_channel;
+    return ch != NULL && ch->in_use && !ch->broken ? ch : NULL;
 }
 
 void ivc_session_forget_process(void)

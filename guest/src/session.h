@@ -6,4 +6,8 @@
 /* In a forked child: the forking thread's channel is the parent's, not its own. */
 void ivc_session_forget_process(void);
 
+/* This thread's channel while calls can go through it, else NULL: what an answer the guest
+ * remembered for the thread is tied to (current_context.c). */
+const void *ivc_session_thread_channel(void);
+
 #endif

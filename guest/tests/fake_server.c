@@ -198,11 +198,14 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
     case IVC_OP_ivc_goodbye:
     case IVC_OP_ivc_process_exit:
     case IVC_OP_cuInit:
-    case IVC_OP_cuCtxSetCurrent:
     case IVC_OP_cuDevicePrimaryCtxRelease_v2:
+        return CUDA_SUCCESS;
+    case IVC_OP_cuCtxSetCurrent:
+        atomic_store(&fake.current_context, r_u64(in));
         return CUDA_SUCCESS;
     case IVC_OP_cuDeviceGet:
     case IVC_OP_cuCtxGetDevice:
+    case IVC_OP_cuCtxGetDevice_v2:
         w_u64(out, 0);
         return CUDA_SUCCESS;
     case IVC_OP_cuFuncGetAttribute:
@@ -221,9 +224,11 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         w_u64(out, 0x0100000100000001ULL);
         atomic_store(&fake.primary_active, 1);
         return CUDA_SUCCESS;
-    case IVC_OP_cuCtxGetCurrent:
-        w_u64(out, 0x0100000100000001ULL); /* the primary context is current */
+    case IVC_OP_cuCtxGetCurrent: {
+        uint64_t set = atomic_load(&fake.current_context);
+        w_u64(out, set != 0 ? set : 0x0100000100000001ULL); /* else the primary context is current */
         return CUDA_SUCCESS;
+    }
     case IVC_OP_cuCtxDestroy_v2:
     case IVC_OP_cuDevicePrimaryCtxReset_v2:
         return CUDA_SUCCESS;

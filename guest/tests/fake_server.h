@@ -66,6 +66,7 @@ struct fake_state {
     uint64_t link_options[32];
     atomic_uint link_option_pairs;
     char link_log[2][128];
+    atomic_ullong current_context;  /* cuCtxSetCurrent's last context (0: the primary context's) */
 };
 
 extern struct fake_state fake;

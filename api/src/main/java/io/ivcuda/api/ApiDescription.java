@@ -34,13 +34,14 @@ public final class ApiDescription {
     private final List<Function> functions;
     private final List<String> unsupported;
     private final List<String> hooked;
+    private final List<String> local;
     private final List<WireLayout> layouts;
     private final Map<String, Integer> results;
     private final Map<String, HandleKind> handles;
     private final List<String> sections;
 
     private ApiDescription(int apiVersion, long apiHash, Map<String, TypeInfo> types, List<Function> functions,
-                           List<String> unsupported, List<String> hooked, List<WireLayout> layouts,
+                           List<String> unsupported, List<String> hooked, List<String> local, List<WireLayout> layouts,
                            Map<String, Integer> results, Map<String, HandleKind> handles, List<String> sections) {
         this.apiVersion = apiVersion;
         this.apiHash = apiHash;
@@ -48,6 +49,7 @@ public final class ApiDescription {
         this.functions = functions;
         this.unsupported = unsupported;
         this.hooked = hooked;
+        this.local = local;
         this.layouts = layouts;
         this.results = results;
         this.handles = handles;
@@ -104,6 +106,14 @@ public final class ApiDescription {
      */
     public List<String> hooked() {
         return hooked;
+    }
+
+    /**
+     * Generated functions the guest may answer without the server: their stubs first call
+     * {@code ivc_local_<name>(params)}, and only when it answers {@code IVC_NOT_LOCAL} go to the wire.
+     */
+    public List<String> local() {
+        return local;
     }
 
     /** The region's layouts (api/region.layout), in the order described. */
@@ -163,6 +173,7 @@ public final class ApiDescription {
         List<Function> functions = new ArrayList<>();
         List<String> unsupported = new ArrayList<>();
         List<String> hooked = new ArrayList<>();
+        List<String> local = new ArrayList<>();
         Set<Integer> opcodes = new HashSet<>();
         Set<String> names = new HashSet<>();
         Set<String> symbols = new HashSet<>();
@@ -216,6 +227,11 @@ public final class ApiDescription {
                             hooked.add(words[w]);
                         }
                     }
+                    case "local" -> {
+                        for (int w = 1; w < words.length; w++) {
+                            local.add(words[w]);
+                        }
+                    }
                     case "fn" -> {
                         Function f = parseFunction(line, types, results,
                                 sections.isEmpty() ? null : sections.get(sections.size() - 1));
@@ -249,8 +265,16 @@ public final class ApiDescription {
                         + ": only exported sync or async functions have generated stubs to hook");
             }
         }
+        for (String name : local) {
+            boolean generated = functions.stream().anyMatch(f -> f.name().equals(name)
+                    && f.mode() == Mode.SYNC && !f.cached() && !f.exports().isEmpty());
+            if (!generated) {
+                throw new IllegalArgumentException(sourceName + ": local " + name
+                        + ": only exported sync functions that are not cached may be answered locally");
+            }
+        }
         return new ApiDescription(apiVersion, hash(lines), Map.copyOf(types), List.copyOf(functions),
-                List.copyOf(unsupported), List.copyOf(hooked), layouts.finish(sourceName),
+                List.copyOf(unsupported), List.copyOf(hooked), List.copyOf(local), layouts.finish(sourceName),
                 java.util.Collections.unmodifiableMap(results), java.util.Collections.unmodifiableMap(handles),
                 List.copyOf(sections));
     }

@@ -72,6 +72,13 @@ public final class CEmitter {
                 s.append(hookPrototype(f, "before")).append(";\n").append(hookPrototype(f, "after")).append(";\n");
             }
         }
+        s.append("\n/* Hand-written local answers (`local` lines of the description): IVC_NOT_LOCAL sends the call. */\n");
+        s.append("#define IVC_NOT_LOCAL ((CUresult)0x7fffffff)\n");
+        for (Function f : api.functions()) {
+            if (api.local().contains(f.name())) {
+                s.append(prototype(f, "ivc_local_" + f.name())).append(";\n");
+            }
+        }
         s.append("\n/* Marshallers of internal operations, used by the hand-written code. */\n");
         for (Function f : api.functions()) {
             if (isMarshaller(f)) {
@@ -139,6 +146,10 @@ public final class CEmitter {
         }
         boolean hooked = exported && api.hooked().contains(f.name());
         String arguments = f.params().stream().map(Param::name).collect(Collectors.joining(", "));
+        if (exported && api.local().contains(f.name())) {
+            s.append("    CUresult answered = ivc_local_").append(f.name()).append("(").append(arguments).append(");\n");
+            s.append("    if (answered != IVC_NOT_LOCAL)\n        return answered;\n");
+        }
         if (hooked) {
             s.append("    ivc_hook_before_").append(f.name()).append("(").append(arguments).append(");\n");
         }

@@ -53,6 +53,21 @@ class ApiDescriptionTest {
     }
 
     @Test
+    void onlyUncachedSyncStubsCanBeAnsweredLocally() {
+        String text = "api 13000\ntype unsigned u32\nfn 1 a sync (in unsigned x) -> a\n"
+                + "fn 2 b sync cached (in unsigned x) -> b\nfn 3 c async (in unsigned x) -> c\n";
+        assertEquals(java.util.List.of("a"), ApiDescription.parse(text + "local a\n", "t.api").local());
+        for (String refused : new String[] {"b", "c", "d"}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> ApiDescription.parse(text + "local " + refused + "\n", "t.api"));
+            assertTrue(e.getMessage().contains("local " + refused), e.getMessage());
+        }
+        String stubs = new CEmitter(ApiDescription.parse(text + "local a\n", "t.api")).stubs();
+        assertTrue(stubs.contains("CUresult answered = ivc_local_a(x);"), stubs);
+        assertTrue(stubs.indexOf("ivc_local_a(x)") < stubs.indexOf("ivc_begin(&call, IVC_OP_a"), stubs);
+    }
+
+    @Test
     void unknownTypeIsRejected() {
         String text = "api 13000\nfn 1 a sync (in nosuch x) -> a\n";
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ApiDescription.parse(text, "t.api"));
