@@ -104,12 +104,13 @@ stage_host() {
         sed -i "s/^#qemu.group=.*/qemu.group=$qemu_group/" "$dest/etc/ivcuda/ivcuda.properties"
     fi
     install -m 0644 "$repo/templates/log4j2-hook.xml" "$repo/templates/log4j2-provisioner.xml" "$dest/etc/ivcuda/"
-    install -m 0644 "$repo/templates/ivcuda-provisioner.service" "$repo/templates/ivcuda-server@.service" "$dest/$unit_dir/"
+    install -m 0644 "$repo/templates/ivcuda-provisioner.service" "$repo/templates/ivcuda-server@.service" \
+        "$repo/templates/ivcuda-mps.service" "$dest/$unit_dir/"
     sed -i "s/^SupplementaryGroups=.*/SupplementaryGroups=$qemu_group/" "$dest/$unit_dir/ivcuda-server@.service"
     sed "s/@QEMU_GROUP@/$qemu_group/" "$repo/packaging/files/ivcuda.tmpfiles.in" > "$dest/usr/lib/tmpfiles.d/ivcuda.conf"
     install -m 0644 "$repo/packaging/files/ivcuda.sysusers" "$dest/usr/lib/sysusers.d/ivcuda.conf"
     install -m 0644 "$repo/packaging/files/apparmor-libvirt-qemu" "$dest/etc/apparmor.d/abstractions/libvirt-qemu.d/ivcuda"
-    install -m 0644 "$repo/docs/operations.md" "$dest/usr/share/doc/ivcuda/"
+    install -m 0644 "$repo/docs/operations.md" "$repo/templates/grafana-ivcuda.json" "$dest/usr/share/doc/ivcuda/"
     install -m 0644 "$docs"/man/*.8 "$dest/usr/share/man/man8/"
     rm -f "$dest/usr/share/man/man8/ivcuda-guest-irqd.8"
     for command in ivcuda-server 50-ivcuda ivshmem-provisioner; do

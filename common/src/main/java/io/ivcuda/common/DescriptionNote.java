@@ -27,6 +27,7 @@ public final class DescriptionNote {
         return "GPU " + settings.gpu() + " shared, " + ByteSize.describe(settings.regionSize()) + " region, "
                 + settings.mode().word() + " mode"
                 + (settings.memoryQuota() == 0 ? "" : ", " + ByteSize.describe(settings.memoryQuota()) + " GPU memory quota")
+                + (settings.shared() ? ", " + settings.computeShare() + " % of its SMs" : "")
                 + "; no save or migration";
     }
 

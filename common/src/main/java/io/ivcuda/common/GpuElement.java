@@ -1,6 +1,7 @@
 package io.ivcuda.common;
 
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.OptionalLong;
 import java.util.Set;
 import org.w3c.dom.Attr;
@@ -9,10 +10,14 @@ import org.w3c.dom.NamedNodeMap;
 
 /**
  * The one metadata element a user writes to turn GPU sharing on for a domain:
- * {@code <ivcuda:gpu xmlns:ivcuda="https://ivcuda.dev/xmlns/domain/1" device="0" mode="plain" size="256M" quota="4G"/>}.
+ * {@code <ivcuda:gpu xmlns:ivcuda="https://ivcuda.dev/xmlns/domain/1" device="0" mode="plain" size="256M" quota="4G" share="25"/>}.
  * Every attribute is optional; missing ones take the host configuration's {@code defaults.*}.
+ *
+ * @param share the VM's compute share: a percentage of the GPU's SMs (1..100), enforced by NVIDIA's MPS
+ *              (docs/sharing.md); 100 is the whole GPU, without MPS
  */
-public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalLong size, OptionalLong quota) {
+public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalLong size, OptionalLong quota,
+                         OptionalInt share) {
 
     public static final String NAMESPACE = "https://ivcuda.dev/xmlns/domain/1";
     public static final String PREFIX = "ivcuda";
@@ -22,7 +27,14 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
     public static final String ATTR_MODE = "mode";
     public static final String ATTR_SIZE = "size";
     public static final String ATTR_QUOTA = "quota";
-    private static final Set<String> KNOWN = Set.of(ATTR_DEVICE, ATTR_MODE, ATTR_SIZE, ATTR_QUOTA);
+    public static final String ATTR_SHARE = "share";
+    private static final Set<String> KNOWN = Set.of(ATTR_DEVICE, ATTR_MODE, ATTR_SIZE, ATTR_QUOTA, ATTR_SHARE);
+    private static final String KNOWN_WORDS = "device, mode, size, quota, share";
+
+    /** An element without a share (the host's {@code defaults.share}). */
+    public GpuElement(Optional<String> device, Optional<Mode> mode, OptionalLong size, OptionalLong quota) {
+        this(device, mode, size, quota, OptionalInt.empty());
+    }
 
     /** An element with no attributes: everything from the host's defaults. */
     public static GpuElement allDefaults() {
@@ -39,6 +51,7 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
         Optional<Mode> mode = Optional.empty();
         OptionalLong size = OptionalLong.empty();
         OptionalLong quota = OptionalLong.empty();
+        OptionalInt share = OptionalInt.empty();
         for (int i = 0; i < attributes.getLength(); i++) {
             Attr attr = (Attr) attributes.item(i);
             String name = attr.getLocalName() != null ? attr.getLocalName() : attr.getName();
@@ -47,8 +60,8 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
             }
             String value = shown(attr.getValue().trim());
             if (!KNOWN.contains(attr.getName())) {
-                throw problem(domainName, name, value, "unknown attribute (known: device, mode, size, quota)",
-                        "unknown attribute " + name + " on <" + PREFIX + ":" + NAME + "> (known: device, mode, size, quota)");
+                throw problem(domainName, name, value, "unknown attribute (known: " + KNOWN_WORDS + ")",
+                        "unknown attribute " + name + " on <" + PREFIX + ":" + NAME + "> (known: " + KNOWN_WORDS + ")");
             }
             switch (attr.getName()) {
                 case ATTR_DEVICE -> {
@@ -76,10 +89,34 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
                     size = OptionalLong.of(bytes);
                 }
                 case ATTR_QUOTA -> quota = OptionalLong.of(bytes(domainName, name, value, "quota"));
+                case ATTR_SHARE -> share = OptionalInt.of(share(domainName, name, value));
                 default -> throw new AssertionError(name);
             }
         }
-        return new GpuElement(device, mode, size, quota);
+        return new GpuElement(device, mode, size, quota, share);
+    }
+
+    /**
+     * A compute share: a whole percentage 1..100, with or without a trailing {@code %}. Zero is no share at
+     * all (MPS would refuse the VM's every kernel), and fractions are not what MPS takes.
+     */
+    private static int share(String domainName, String attribute, String value) throws IvcudaConfigException {
+        String digits = value.endsWith("%") ? value.substring(0, value.length() - 1).trim() : value;
+        String why = shareProblem(digits);
+        if (why != null) {
+            throw problem(domainName, attribute, value, why + "; a share is a whole percentage of the GPU's SMs, 1 to 100",
+                    "share '" + value + "': " + why + " (1 to 100)");
+        }
+        return Integer.parseInt(digits);
+    }
+
+    /** Why {@code digits} is not a share 1..100, or null when it is one. */
+    public static String shareProblem(String digits) {
+        if (!digits.matches("[0-9]{1,3}")) {
+            return "not a whole number";
+        }
+        int n = Integer.parseInt(digits);
+        return n < 1 ? "zero leaves the VM no SM" : n > 100 ? "more than the whole GPU" : null;
     }
 
     private static long bytes(String domainName, String attribute, String value, String what) throws IvcudaConfigException {

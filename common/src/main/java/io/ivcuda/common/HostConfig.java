@@ -162,6 +162,23 @@ public final class HostConfig {
         return settings.get(HostKeys.DEFAULTS_QUOTA);
     }
 
+    /** The compute share of a domain whose element names none (100: the whole GPU). */
+    public int defaultShare() {
+        return (int) (long) settings.get(HostKeys.DEFAULTS_SHARE);
+    }
+
+    public Path mpsPipeDir() {
+        return settings.get(HostKeys.MPS_PIPE_DIR);
+    }
+
+    public Path mpsLogDir() {
+        return settings.get(HostKeys.MPS_LOG_DIR);
+    }
+
+    public String mpsControl() {
+        return settings.get(HostKeys.MPS_CONTROL);
+    }
+
     /** The configured GPUs by index (indices 0..count-1). */
     public Map<Integer, Gpu> gpus() {
         return gpus;

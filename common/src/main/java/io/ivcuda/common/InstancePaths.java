@@ -17,6 +17,13 @@ public record InstancePaths(String domainUuid, String shmemName, Path regionFile
         return pidfile.resolveSibling(domainUuid + ".status");
     }
 
+    /**
+     * The server's MPS environment ({@link MpsEnvironment}), {@code runtime.dir/U.env}: written by the hook,
+     * passed on by the direct launcher, read by {@code ivcuda-server@.service} ({@code EnvironmentFile=}).
+     */
+    public Path serverEnvironment() {
+        return instanceConfig.resolveSibling(domainUuid + ".env");
+    }
 
     public static final String SHMEM_PREFIX = "ivcuda-";
 

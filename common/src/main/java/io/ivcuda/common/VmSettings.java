@@ -9,8 +9,22 @@ import java.util.Map;
  *
  * @param gpuIndex the configured GPU's index (for quota placement)
  * @param gpu the value passed to the cuda-server's {@code gpu} key: the UUID when the element named one, else the index
+ * @param computeShare percentage of the GPU's SMs (1..100; 100: the whole GPU, no MPS)
  */
-public record VmSettings(int gpuIndex, String gpu, Mode mode, long regionSize, long memoryQuota) {
+public record VmSettings(int gpuIndex, String gpu, Mode mode, long regionSize, long memoryQuota, int computeShare) {
+
+    /** The whole GPU: no compute share. */
+    public static final int WHOLE_GPU = 100;
+
+    /** Settings with the whole GPU's compute ({@link #WHOLE_GPU}). */
+    public VmSettings(int gpuIndex, String gpu, Mode mode, long regionSize, long memoryQuota) {
+        this(gpuIndex, gpu, mode, regionSize, memoryQuota, WHOLE_GPU);
+    }
+
+    /** Whether the VM gets less than the whole GPU, so its server must be an MPS client. */
+    public boolean shared() {
+        return computeShare < WHOLE_GPU;
+    }
 
     public static VmSettings resolve(GpuElement element, HostConfig host, String domainName) throws IvcudaConfigException {
         boolean deviceFromElement = element.device().isPresent();
@@ -43,7 +57,8 @@ public record VmSettings(int gpuIndex, String gpu, Mode mode, long regionSize, l
         return new VmSettings(index, gpuForServer,
                 element.mode().orElse(host.defaultMode()),
                 element.size().orElse(host.defaultSize()),
-                element.quota().orElse(host.defaultQuota()));
+                element.quota().orElse(host.defaultQuota()),
+                element.share().orElse(host.defaultShare()));
     }
 
     private static IvcudaConfigException unknownGpu(boolean fromElement, String domainName, String device,

@@ -65,7 +65,7 @@ final class DriverSession implements AutoCloseable {
         if (backend.driverGetVersion(out) == CuResult.SUCCESS) {
             driverVersion = out.value;
         }
-        int ordinal = ordinalOf(gpu, out);
+        int ordinal = ordinalOf(backend, gpu, out);
         if (ordinal < 0) {
             LOG.error("gpu = {}: no such device index or UUID on this host — guests get CUDA_ERROR_NO_DEVICE", gpu);
             initResult = CuResult.NO_DEVICE;
@@ -99,7 +99,7 @@ final class DriverSession implements AutoCloseable {
     }
 
     /** A device index, or the index of the device whose UUID is {@code GPU-xxxxxxxx-xxxx-...}; -1 if none. */
-    private int ordinalOf(String gpu, Out out) {
+    static int ordinalOf(CudaBackend backend, String gpu, Out out) {
         try {
             return Integer.parseInt(gpu);
         } catch (NumberFormatException notAnIndex) {

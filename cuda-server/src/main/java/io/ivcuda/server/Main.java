@@ -38,13 +38,15 @@ import sun.misc.Signal;
             "0: stopped by SIGTERM or SIGINT, or (doorbell mode) QEMU left",
             "1: failed while starting or serving (see the log)",
             "2: configuration error (unknown key, bad value, missing region.path)",
-            "3: no usable GPU for the gpu key (no driver, cuInit failed, no such device)"},
+            "3: no usable GPU for the gpu key (no driver, cuInit failed, no such device)",
+            "4: compute.share below 100 that MPS does not enforce, with mps.unavailable=refuse"},
         footerHeading = "%nSee also:%n",
         footer = {"50-ivcuda(8), ivshmem-provisioner(8), /usr/share/doc/ivcuda/operations.md"})
 public final class Main implements Callable<Integer> {
     static final int EXIT_FAILURE = 1;
     static final int EXIT_CONFIG = 2;
     static final int EXIT_NO_GPU = 3;
+    static final int EXIT_NO_SHARE = 4;
     /** Starts the one line that says why the server refuses to run (the hook looks for it). */
     static final String SAYS = "ivcuda-server: ";
 
@@ -92,6 +94,17 @@ public final class Main implements Callable<Integer> {
             backend = cuda;
         }
         Logger log = LogManager.getLogger(Main.class);
+        ComputeShare share = ComputeShare.check(config, backend, System.getenv());
+        if (share.state() == ComputeShare.State.REFUSED) {
+            System.err.println(SAYS + share.refusal());
+            return EXIT_NO_SHARE;
+        }
+        if (share.state() == ComputeShare.State.UNSHARED) {
+            log.warn("compute share {} % NOT enforced, running with the whole GPU (mps.unavailable=unshared): {}",
+                    share.share(), share.problem());
+        } else if (share.state() == ComputeShare.State.ENFORCED) {
+            log.info("compute share {} % of the GPU's SMs, enforced by MPS", share.share());
+        }
         CountDownLatch stop = new CountDownLatch(1);
         Signal.handle(new Signal("TERM"), s -> stop.countDown());
         Signal.handle(new Signal("INT"), s -> stop.countDown());
@@ -107,7 +120,7 @@ public final class Main implements Callable<Integer> {
             why[0] = "QEMU left";
             stop.countDown();
         });
-        StatusFile status = StatusFile.besidePidfile(config, server);
+        StatusFile status = StatusFile.besidePidfile(config, server, share);
         try {
             server.start();
             if (status != null) {

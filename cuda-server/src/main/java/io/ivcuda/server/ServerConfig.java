@@ -3,6 +3,7 @@ package io.ivcuda.server;
 import io.ivcuda.common.Backend;
 import io.ivcuda.common.IvcudaConfigException;
 import io.ivcuda.common.Mode;
+import io.ivcuda.common.MpsFallback;
 import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.common.config.Settings;
 import io.ivcuda.server.core.Limits;
@@ -21,7 +22,8 @@ public record ServerConfig(Path regionPath, long regionSize, Mode mode, String d
                            int doorbellPeerUid, int doorbellParkTimeoutMs, String gpu,
                            long memoryQuota, Backend backend, int channelCount, int channelWindow,
                            int ownerTimeoutMs, long waitSpinUs, long waitParkMaxUs, long waitIdleParkMs, Path pidfile,
-                           String domainUuid, String domainName, Limits limits, IntegrityConfig integrity) {
+                           String domainUuid, String domainName, Limits limits, IntegrityConfig integrity,
+                           int computeShare, MpsFallback mpsUnavailable) {
 
     /**
      * How long a process's heartbeat may stand still (while the VM's goes on) before the server takes
@@ -57,7 +59,8 @@ public record ServerConfig(Path regionPath, long regionSize, Mode mode, String d
                 s.get(ServerKeys.BACKEND), s.getInt(ServerKeys.CHANNEL_COUNT), s.getInt(ServerKeys.CHANNEL_WINDOW),
                 s.getInt(ServerKeys.OWNER_TIMEOUT_MS), s.get(ServerKeys.WAIT_SPIN_US), s.get(ServerKeys.WAIT_PARK_MAX_US),
                 s.get(ServerKeys.WAIT_IDLE_PARK_MS), s.get(ServerKeys.PIDFILE), s.get(ServerKeys.DOMAIN_UUID),
-                s.get(ServerKeys.DOMAIN_NAME), limits(s), integrity(s));
+                s.get(ServerKeys.DOMAIN_NAME), limits(s), integrity(s), s.getInt(ServerKeys.COMPUTE_SHARE),
+                s.get(ServerKeys.MPS_UNAVAILABLE));
     }
 
     private static IntegrityConfig integrity(Settings s) throws IvcudaConfigException {

@@ -36,7 +36,8 @@ import picocli.CommandLine.Spec;
                 + "libvirt's events and keeps every domain's device in line with its element; the other commands are the "
                 + "admin's: what runs (status), whether an element is right before it is set (check), and a reconcile by "
                 + "hand where no daemon runs."},
-        subcommands = {ProvisionerMain.Daemon.class, ProvisionerMain.Status.class, ProvisionerMain.Check.class,
+        subcommands = {ProvisionerMain.Daemon.class, ProvisionerMain.Status.class, ProvisionerMain.Metrics.class,
+                ProvisionerMain.Check.class,
                 ProvisionerMain.Reconcile.class, ProvisionerMain.Provision.class, ProvisionerMain.Uninstall.class},
         exitCodeListHeading = "%nExit status:%n",
         exitCodeList = {
@@ -270,6 +271,45 @@ public final class ProvisionerMain {
             }
             return DomainXml.parse("<domain><name>" + file.getFileName().toString().replaceAll("[<>&'\"]", "_")
                     + "</name><uuid>00000000-0000-0000-0000-000000000000</uuid><metadata>" + text + "</metadata></domain>");
+        }
+    }
+
+    @Command(name = "metrics", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
+            header = "every VM's figures in the Prometheus text format",
+            description = {"Calls by function, errors, bytes copied each way, kernel launches, time busy, GPU memory held "
+                + "against the quota and the compute share of every cuda-server on this host, per VM and per guest process, "
+                + "in the Prometheus text format: the figures status shows, from the same status files (docs/operations.md, "
+                + "\"Metrics\"). Run as root (it signals the servers). Without --output it prints them once.",
+                "With --output FILE it writes FILE atomically (node_exporter's textfile collector reads *.prom files), "
+                    + "and with --interval it does so again every SECONDS until stopped."})
+    static final class Metrics implements Callable<Integer> {
+        @ParentCommand
+        ProvisionerMain main;
+
+        @Option(names = "--output", paramLabel = "FILE", description = "write FILE (atomically) instead of printing")
+        Path output;
+
+        @Option(names = "--interval", paramLabel = "SECONDS", description = "with --output: write it again every SECONDS")
+        int interval;
+
+        @Override
+        public Integer call() throws Exception {
+            HostMetrics metrics = new HostMetrics(main.host());
+            if (output == null) {
+                java.io.ByteArrayOutputStream text = new java.io.ByteArrayOutputStream();
+                io.ivcuda.common.metrics.MetricsExposition.write(metrics.gather(), text);
+                PrintWriter out = main.spec.commandLine().getOut();
+                out.print(text.toString(java.nio.charset.StandardCharsets.UTF_8));
+                out.flush();
+                return 0;
+            }
+            do {
+                HostMetrics.writeAtomically(metrics.gather(), output);
+                if (interval > 0) {
+                    Thread.sleep(interval * 1000L);
+                }
+            } while (interval > 0);
+            return 0;
         }
     }
 

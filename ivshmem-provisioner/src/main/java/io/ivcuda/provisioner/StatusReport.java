@@ -11,6 +11,7 @@ import io.ivcuda.common.RegionHeader;
 import io.ivcuda.common.ServerProcesses;
 import io.ivcuda.common.Mode;
 import io.ivcuda.common.config.ServerKeys;
+import io.ivcuda.common.metrics.VmFigures;
 import java.io.IOException;
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
@@ -48,7 +49,8 @@ final class StatusReport {
     /** What runs for a domain: null fields are what could not be read. */
     record Server(Long pid, String state, String started, Long uptimeSeconds, String mode, String region, Long regionSize,
                   List<Integer> processes, Integer channelsAttached, Integer channelsTotal, Long memoryHeld, Long memoryQuota,
-                  String statusWritten, Long refusals, java.util.Map<String, Long> refusalsByKind) {
+                  String statusWritten, Long refusals, java.util.Map<String, Long> refusalsByKind, Integer computeShare,
+                  String computeShareState, String computeShareProblem, VmFigures.Totals calls) {
     }
 
     record DomainStatus(String name, String uuid, String state, String provisioning, String provisioningDetail,
@@ -157,7 +159,7 @@ final class StatusReport {
         if (pids.isEmpty()) {
             return new Server(null, "not running" + (header == RegionHeader.NONE ? "" : " (header: " + header.stateName() + ")"),
                     null, null, null, paths.regionFile().toString(), null, List.of(), null, null, null, null, null, null,
-                    java.util.Map.of());
+                    java.util.Map.of(), null, null, null, null);
         }
         long pid = pids.get(0);
         Instant started = ServerProcesses.startTime(pid);
@@ -169,7 +171,9 @@ final class StatusReport {
                 paths.regionFile().toString(), number(status, ServerKeys.REGION_SIZE.name()), pids(status.getProperty("processes")),
                 integer(status, "channels.attached"), integer(status, "channels.total"),
                 number(status, "memory.held"), number(status, ServerKeys.MEMORY_QUOTA.name()), status.getProperty("written"),
-                number(status, "refusals"), refusalsByKind(status));
+                number(status, "refusals"), refusalsByKind(status), integer(status, ServerKeys.COMPUTE_SHARE.name()),
+                status.getProperty("compute.share.state"), status.getProperty("compute.share.problem"),
+                status.getProperty(VmFigures.TOTAL + "calls") == null ? null : VmFigures.read(status, "", "").totals());
     }
 
     /** The server's refusal counters ({@code refusals.KIND} keys of its status file), by kind. */
@@ -190,7 +194,7 @@ final class StatusReport {
      * Sends SIGUSR1 and waits (at most {@link #STATUS_WAIT_MS}) for a status file written after it.
      * Empty properties when the server does not answer (an older server, or not ours to signal).
      */
-    private static Properties askStatus(long pid, Path file) {
+    static Properties askStatus(long pid, Path file) {
         Instant asked = Instant.now();
         Properties status = new Properties();
         try {

@@ -7,7 +7,7 @@ import java.util.List;
 /** {@code ivshmem-provisioner status} as a person reads it: the host's three lines, then a table with headers. */
 final class StatusTable {
     private static final String[] HEADERS = {"DOMAIN", "STATE", "PROVISIONING", "SERVER", "PID", "MODE", "REGION", "UPTIME",
-        "PROCESSES", "CHANNELS", "GPU MEMORY", "LAST ERROR"};
+        "PROCESSES", "CHANNELS", "GPU MEMORY", "SHARE", "CALLS", "ERRORS", "COPIED IN/OUT", "LAUNCHES", "BUSY", "LAST ERROR"};
 
     private StatusTable() {
     }
@@ -32,7 +32,9 @@ final class StatusTable {
             }
             rows.add(new String[] {d.name(), d.state(), d.provisioning(), s.state(), s.pid() == null ? "-" : s.pid().toString(),
                 s.mode() == null ? "?" : s.mode(), s.regionSize() == null ? "?" : StatusReport.bytes(s.regionSize()),
-                StatusReport.duration(s.uptimeSeconds()), processes(s), channels(s), memory(s), error});
+                StatusReport.duration(s.uptimeSeconds()), processes(s), channels(s), memory(s), share(s),
+                calls(s, VmFiguresTotals.CALLS), calls(s, VmFiguresTotals.ERRORS), copied(s), calls(s, VmFiguresTotals.LAUNCHES),
+                busy(s), error});
         }
         int[] widths = new int[HEADERS.length];
         for (String[] row : rows) {
@@ -62,6 +64,46 @@ final class StatusTable {
 
     private static String channels(StatusReport.Server s) {
         return s.channelsTotal() == null ? (s.pid() == null ? "-" : "?") : s.channelsAttached() + "/" + s.channelsTotal();
+    }
+
+    /** {@code 25% mps} (enforced), {@code 25% UNSHARED} (not enforced: the whole GPU), {@code 100%}; {@code ?} unknown. */
+    static String share(StatusReport.Server s) {
+        if (s.computeShare() == null) {
+            return s.pid() == null ? "-" : "?";
+        }
+        String state = s.computeShareState() == null ? "" : s.computeShareState();
+        return switch (state) {
+            case "mps" -> s.computeShare() + "% mps";
+            case "unshared" -> s.computeShare() + "% UNSHARED";
+            default -> s.computeShare() + "%";
+        };
+    }
+
+    private enum VmFiguresTotals { CALLS, ERRORS, LAUNCHES }
+
+    private static String calls(StatusReport.Server s, VmFiguresTotals which) {
+        if (s.calls() == null) {
+            return s.pid() == null ? "-" : "?";
+        }
+        return Long.toString(switch (which) {
+            case CALLS -> s.calls().calls();
+            case ERRORS -> s.calls().errors();
+            case LAUNCHES -> s.calls().launches();
+        });
+    }
+
+    private static String copied(StatusReport.Server s) {
+        if (s.calls() == null) {
+            return s.pid() == null ? "-" : "?";
+        }
+        return StatusReport.bytes(s.calls().bytesToDevice()) + "/" + StatusReport.bytes(s.calls().bytesToHost());
+    }
+
+    private static String busy(StatusReport.Server s) {
+        if (s.calls() == null) {
+            return s.pid() == null ? "-" : "?";
+        }
+        return String.format(java.util.Locale.ROOT, "%.1fs", s.calls().busyNanos() / 1e9);
     }
 
     private static String memory(StatusReport.Server s) {

@@ -45,19 +45,12 @@ final class DirectLauncher implements ServerLauncher {
     @Override
     public Started start(InstancePaths paths) throws HookException {
         List<String> command = new ArrayList<>();
-        command.add("setsid");
-        // What systemd's unit does that a plain process can have too (docs/threat-model.md): no new
-        // privileges (no setuid program regains any), no core dumps (they would hold guest data), files
-        // not readable by others. There is no seccomp filter here: see the threat model for why.
-        command.add("setpriv");
-        if (!host.serverUser().equals(System.getProperty("user.name"))) {
-            command.addAll(List.of("--reuid=" + host.serverUser(), "--regid=" + primaryGroup(host.serverUser()), "--init-groups"));
-        }
-        command.addAll(List.of("--no-new-privs", "--"));
+        command.addAll(asServerUser());
         // server.command may carry its own arguments (java -jar …): let sh split it, then exec so the pid stays.
         command.addAll(List.of("sh", "-c", SANDBOX_SHELL + "exec " + host.serverCommand() + " \"$@\"", "ivcuda-server"));
         command.addAll(serverArguments(paths));
         try {
+            java.util.Map<String, String> mps = io.ivcuda.common.MpsEnvironment.read(paths.serverEnvironment());
             Files.createDirectories(paths.serverLog().getParent());
             Files.writeString(paths.serverLog(), START_MARK + java.time.Instant.now() + " starting: " + String.join(" ", command) + "\n",
                     StandardCharsets.UTF_8, java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
@@ -65,11 +58,73 @@ final class DirectLauncher implements ServerLauncher {
                     .redirectInput(new File("/dev/null"))
                     .redirectOutput(ProcessBuilder.Redirect.appendTo(paths.serverLog().toFile()))
                     .redirectErrorStream(true);
+            // what ivcuda-server@.service's EnvironmentFile= gives a supervised server
+            builder.environment().putAll(mps);
             Process process = builder.start();
             LOG.info("started the server of {} as pid {} (log {})", paths.domainUuid(), process.pid(), paths.serverLog());
             return () -> process.isAlive() ? null : "exited with status " + process.exitValue();
         } catch (IOException e) {
             throw new HookException("cannot start the cuda-server (" + host.serverCommand() + "): " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * setsid and setpriv as the server runs under them: what systemd's unit does that a plain process can have
+     * too (docs/threat-model.md): no new privileges (no setuid program regains any), the server's user. There
+     * is no seccomp filter here: see the threat model for why.
+     */
+    private List<String> asServerUser() throws HookException {
+        List<String> command = new ArrayList<>(List.of("setsid", "setpriv"));
+        if (!host.serverUser().equals(System.getProperty("user.name"))) {
+            command.addAll(List.of("--reuid=" + host.serverUser(), "--regid=" + primaryGroup(host.serverUser()), "--init-groups"));
+        }
+        command.addAll(List.of("--no-new-privs", "--"));
+        return command;
+    }
+
+    /**
+     * The MPS control daemon without systemd: {@code mps.control -d} with the pipe and log directories of the
+     * host configuration, as the server's user (MPS serves one user's clients at a time, and the servers all
+     * run as that user), unless the pid file it keeps in its pipe directory names a live process.
+     */
+    @Override
+    public String ensureMpsDaemon() {
+        java.nio.file.Path pipe = host.mpsPipeDir();
+        if (MpsDaemonPid.alive(pipe)) {
+            return null;
+        }
+        try {
+            for (java.nio.file.Path d : List.of(pipe, host.mpsLogDir())) {
+                Files.createDirectories(d);
+                if (!host.serverUser().equals(System.getProperty("user.name"))) {
+                    var lookup = d.getFileSystem().getUserPrincipalLookupService();
+                    Files.setOwner(d, RegionFile.lookupUser(lookup, host.serverUser()));
+                }
+                Files.setPosixFilePermissions(d, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+            }
+            List<String> command = new ArrayList<>(asServerUser());
+            command.addAll(List.of("sh", "-c", "exec " + host.mpsControl() + " -d", "ivcuda-mps"));
+            ProcessBuilder builder = new ProcessBuilder(command).redirectInput(new File("/dev/null"))
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(host.mpsLogDir().resolve("start.log").toFile()))
+                    .redirectErrorStream(true);
+            builder.environment().put(io.ivcuda.common.MpsEnvironment.PIPE_DIRECTORY, pipe.toString());
+            builder.environment().put(io.ivcuda.common.MpsEnvironment.LOG_DIRECTORY, host.mpsLogDir().toString());
+            Process process = builder.start();
+            // -d forks the daemon and returns
+            if (!process.waitFor(15, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                return host.mpsControl() + " -d did not return within 15 s";
+            }
+            if (process.exitValue() != 0) {
+                return host.mpsControl() + " -d exited with status " + process.exitValue() + " (" + host.mpsLogDir() + ")";
+            }
+            LOG.info("started the MPS control daemon ({} -d, pipe directory {})", host.mpsControl(), pipe);
+            return null;
+        } catch (IOException | HookException e) {
+            return "cannot start the MPS control daemon (" + host.mpsControl() + " -d): " + e.getMessage();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "interrupted";
         }
     }
 

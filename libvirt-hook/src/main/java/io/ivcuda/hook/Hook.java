@@ -9,6 +9,7 @@ import io.ivcuda.common.InstancePaths;
 import io.ivcuda.common.ServerProcesses;
 import io.ivcuda.common.IvcudaConfigException;
 import io.ivcuda.common.Mode;
+import io.ivcuda.common.MpsEnvironment;
 import io.ivcuda.common.RegionHeader;
 import io.ivcuda.common.ShmSpace;
 import io.ivcuda.common.ShmemDevice;
@@ -273,8 +274,17 @@ final class Hook {
         createRuntimeDir();
         RegionFile.create(paths.regionFile(), settings.regionSize(), host.serverUser(), host.qemuGroup());
         writeInstanceConfig(domain, paths, settings);
-        LOG.info("{}: starting its cuda-server ({}, GPU {}, region {} {})", domain.name(), settings.mode().word(),
-                settings.gpu(), paths.regionFile(), ByteSize.describe(settings.regionSize()));
+        writeServerEnvironment(paths, settings);
+        if (settings.shared()) {
+            String mps = launcher.ensureMpsDaemon();
+            if (mps != null) {
+                // the server decides: it refuses the share or runs unshared (mps.unavailable), and says so
+                LOG.warn("{}: the MPS control daemon is not running: {}", domain.name(), mps);
+            }
+        }
+        LOG.info("{}: starting its cuda-server ({}, GPU {}, region {} {}{})", domain.name(), settings.mode().word(),
+                settings.gpu(), paths.regionFile(), ByteSize.describe(settings.regionSize()),
+                settings.shared() ? ", " + settings.computeShare() + " % of the SMs through MPS" : "");
         ServerLauncher.Started started;
         try {
             started = launcher.start(paths);
@@ -331,7 +341,7 @@ final class Hook {
     private void cleanUp(InstancePaths paths) {
         launcher.stop(paths);
         for (Path path : new Path[] {paths.regionFile(), paths.doorbellSocket(), paths.instanceConfig(), paths.pidfile(),
-                paths.statusFile()}) {
+                paths.statusFile(), paths.serverEnvironment()}) {
             try {
                 Files.deleteIfExists(path);
             } catch (IOException e) {
@@ -430,6 +440,7 @@ final class Hook {
         ServerKeys.DOORBELL_VECTORS.set(p, (long) ShmemDevice.DOORBELL_VECTORS);
         ServerKeys.GPU.set(p, settings.gpu());
         ServerKeys.MEMORY_QUOTA.set(p, settings.memoryQuota());
+        ServerKeys.COMPUTE_SHARE.set(p, (long) settings.computeShare());
         ServerKeys.DOMAIN_UUID.set(p, domain.uuid());
         ServerKeys.DOMAIN_NAME.set(p, domain.name());
         ServerKeys.PIDFILE.set(p, paths.pidfile());
@@ -440,6 +451,15 @@ final class Hook {
             Files.writeString(paths.instanceConfig(), text.toString(), StandardCharsets.ISO_8859_1);
         } catch (IOException e) {
             throw new HookException("cannot write " + paths.instanceConfig() + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The server's MPS environment (empty for the whole GPU): runtime.dir/U.env, see MpsEnvironment. */
+    private void writeServerEnvironment(InstancePaths paths, VmSettings settings) throws HookException {
+        try {
+            MpsEnvironment.write(paths.serverEnvironment(), MpsEnvironment.of(settings, host));
+        } catch (IOException e) {
+            throw new HookException("cannot write " + paths.serverEnvironment() + ": " + e.getMessage(), e);
         }
     }
 }

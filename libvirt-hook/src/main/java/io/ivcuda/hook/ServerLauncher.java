@@ -21,6 +21,14 @@ interface ServerLauncher {
     /** The last lines the server logged, for the user's error message. */
     String logTail(InstancePaths paths, int lines);
 
+    /**
+     * Starts the MPS control daemon if it does not run yet: a VM with a compute share is about to start
+     * (docs/sharing.md). Never changes the GPU's compute mode or MIG settings. Null when it runs, else why
+     * not — the hook only logs that: the server itself refuses a share MPS does not serve, or runs unshared
+     * ({@code mps.unavailable}).
+     */
+    String ensureMpsDaemon();
+
     /** Where the server's log is, for messages. */
     String logLocation(InstancePaths paths);
 }

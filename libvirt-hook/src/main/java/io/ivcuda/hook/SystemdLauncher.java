@@ -18,6 +18,8 @@ import org.apache.logging.log4j.Logger;
 final class SystemdLauncher implements ServerLauncher {
     private static final Logger LOG = LogManager.getLogger(SystemdLauncher.class);
     private static final long COMMAND_TIMEOUT_MS = 15_000;
+    /** The MPS control daemon's unit (templates/ivcuda-mps.service), started on demand. */
+    static final String MPS_UNIT = "ivcuda-mps.service";
 
     private final String systemctl;
     private final String journalctl;
@@ -82,6 +84,13 @@ final class SystemdLauncher implements ServerLauncher {
             }
             return ended[0];
         };
+    }
+
+    /** {@code systemctl start} of a running unit does nothing, so this is safe at every shared VM's start. */
+    @Override
+    public String ensureMpsDaemon() {
+        Result result = run(systemctl, "start", MPS_UNIT);
+        return result.status == 0 ? null : "systemctl start " + MPS_UNIT + " failed: " + result.output.trim();
     }
 
     @Override

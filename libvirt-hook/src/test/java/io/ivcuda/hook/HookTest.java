@@ -165,6 +165,65 @@ class HookTest {
         assertEquals("", told(), "a good start and stop says nothing to the user");
     }
 
+    /**
+     * A VM with a compute share: the hook starts the MPS control daemon (here a script standing in for
+     * nvidia-cuda-mps-control) with the configured directories, and the server it launches has the MPS
+     * client's environment — checked from the stand-in's own environment, which it prints at start.
+     */
+    @Test
+    void aSharedVmsServerIsAnMpsClientWithItsShareAndQuota() throws Exception {
+        Path control = dir.resolve("mps-control");
+        Files.writeString(control, "#!/bin/sh\necho \"$* $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY\" >> "
+                + dir.resolve("mps-calls") + "\n");
+        Files.setPosixFilePermissions(control, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Path pipe = dir.resolve("mps-pipe");
+        Path logs = dir.resolve("mps-log");
+        useConfig("defaults.share=25\ndefaults.quota=1G\nmps.control=" + control + "\nmps.pipe.dir=" + pipe
+                + "\nmps.log.dir=" + logs + "\n");
+        assertEquals(0, hookCaptured("prepare begin"), told());
+        assertEquals(List.of("-d " + pipe + " " + logs), Files.readAllLines(dir.resolve("mps-calls")),
+                "the control daemon is started with the configured directories");
+        assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(pipe)));
+        Properties instance = new Properties();
+        try (var reader = Files.newBufferedReader(paths.instanceConfig())) {
+            instance.load(reader);
+        }
+        assertEquals("25", instance.getProperty("compute.share"));
+        String log = "";
+        for (int i = 0; i < 250 && !log.contains("stand-in: READY"); i++) {
+            Thread.sleep(20);
+            log = Files.readString(paths.serverLog());
+        }
+        assertTrue(log.contains("stand-in: env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25\n"), log);
+        assertTrue(log.contains("stand-in: env CUDA_MPS_PIPE_DIRECTORY=" + pipe + "\n"), log);
+        assertTrue(log.contains("stand-in: env CUDA_MPS_LOG_DIRECTORY=" + logs + "\n"), log);
+        assertTrue(log.contains("stand-in: env CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1024M\n"), log);
+        assertEquals(0, hookCaptured("release end"));
+        assertFalse(Files.exists(paths.serverEnvironment()), "release removes the environment file");
+    }
+
+    @Test
+    void aVmWithTheWholeGpuStaysOutOfMps() throws Exception {
+        useConfig("mps.control=" + dir.resolve("no-such-mps-control") + "\n");
+        assertEquals(0, hookCaptured("prepare begin"), told());
+        assertEquals("100", instanceKey("compute.share"));
+        String log = "";
+        for (int i = 0; i < 250 && !log.contains("stand-in: READY"); i++) {
+            Thread.sleep(20);
+            log = Files.readString(paths.serverLog());
+        }
+        assertFalse(log.contains("CUDA_MPS_"), log);
+        assertEquals(0, hookCaptured("release end"));
+    }
+
+    private String instanceKey(String key) throws IOException {
+        Properties instance = new Properties();
+        try (var reader = Files.newBufferedReader(paths.instanceConfig())) {
+            instance.load(reader);
+        }
+        return instance.getProperty(key);
+    }
+
     @Test
     void releaseStopsTheServerEvenIfTheElementLeftTheLiveXml() throws Exception {
         assertEquals(0, hookCaptured("prepare begin"), told());

@@ -70,4 +70,18 @@ class ServerUnitTest {
         assertTrue(security.output.contains("Overall exposure level"), security.output);
         assertEquals(0, security.status, "exposure above 2.0:\n" + security.output);
     }
+
+    /** templates/ivcuda-mps.service (the MPS control daemon the hook starts on demand) is a valid unit too. */
+    @Test
+    void systemdFindsNothingWrongInTheMpsUnit() throws Exception {
+        assumeAnalyzer("the MPS unit's syntax");
+        Path template = Path.of(System.getProperty("ivcuda.templates", "../templates"), "ivcuda-mps.service");
+        // nvidia-cuda-mps-control exists only where NVIDIA's driver utilities are installed
+        String text = Files.readString(template).replace("/usr/bin/nvidia-cuda-mps-control", "/bin/true");
+        Path unit = dir.resolve("ivcuda-mps.service");
+        Files.writeString(unit, text);
+        Run verify = run(List.of("systemd-analyze", "verify", "--man=no", unit.toString()));
+        assertEquals(0, verify.status, verify.output);
+        assertEquals("", verify.output.trim(), "every warning of systemd-analyze verify is a mistake in the unit");
+    }
 }

@@ -50,6 +50,12 @@ public final class StandInCudaServer {
         long size = Long.parseLong(config.getProperty("region.size", "268435456").trim());
         String behaviour = config.getProperty("standin.behaviour", "ready").trim();
         System.err.println("stand-in: starting for " + config.getProperty("domain.name") + " behaviour " + behaviour);
+        // what the launcher put into the environment for MPS (docs/sharing.md): the hook's tests read it here
+        new java.util.TreeMap<>(System.getenv()).forEach((k, v) -> {
+            if (k.startsWith("CUDA_MPS_")) {
+                System.err.println("stand-in: env " + k + "=" + v);
+            }
+        });
         if (behaviour.equals("exit")) {
             System.err.println("stand-in: failing on purpose before ready");
             System.exit(1);

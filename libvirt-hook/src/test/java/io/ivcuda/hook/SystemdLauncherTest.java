@@ -87,6 +87,15 @@ class SystemdLauncherTest {
     }
 
     @Test
+    void theMpsDaemonIsStartedThroughItsUnit() throws Exception {
+        assertNull(launcher.ensureMpsDaemon());
+        assertEquals(List.of("start ivcuda-mps.service"), calls());
+        Files.writeString(dir.resolve("start-status"), "1\n");
+        String problem = launcher.ensureMpsDaemon();
+        assertTrue(problem != null && problem.startsWith("systemctl start ivcuda-mps.service failed"), problem);
+    }
+
+    @Test
     void aUnitThatDoesNotStartIsReported() throws Exception {
         Files.writeString(dir.resolve("start-status"), "1\n");
         HookException e = assertThrows(HookException.class, () -> launcher.start(paths));

@@ -25,6 +25,9 @@ public final class HostKeys {
             "region size of a domain whose element names none: a power of two from 1M to 64G").shown("256M");
     public static final ConfigKey<Long> DEFAULTS_QUOTA = ConfigKey.of("defaults.quota", KeyType.BYTES, 0L,
             "GPU memory quota of a domain whose element names none; 0 = no limit (not allowed on a GPU with a capacity)");
+    public static final ConfigKey<Long> DEFAULTS_SHARE = ConfigKey.of("defaults.share", KeyType.NUMBER, 100L,
+            "compute share of a domain whose element names none: percent of the GPU's SMs; 100 = the whole GPU, no MPS "
+                    + "(docs/sharing.md)").range(1, 100);
     public static final ConfigKey<Long> GPU_CAPACITY = ConfigKey.of("gpu.<n>.capacity", KeyType.BYTES, null,
             "GPU memory that quotas on GPU n may add up to");
     public static final ConfigKey<String> GPU_UUID = ConfigKey.of("gpu.<n>.uuid", KeyType.TEXT, null,
@@ -52,6 +55,15 @@ public final class HostKeys {
     public static final ConfigKey<Long> SERVER_MEMORY_MAX = ConfigKey.of("server.memory.max", KeyType.BYTES, 4L << 30,
             "host memory a systemd-supervised server may hold besides its region: the hook sets the unit's `MemoryMax` "
             + "to region size + this at each start (`0`: no limit)").shown("4G");
+    // NVIDIA MPS, for domains with a compute share (docs/sharing.md)
+    public static final ConfigKey<Path> MPS_PIPE_DIR = ConfigKey.of("mps.pipe.dir", KeyType.PATH, Path.of("/run/ivcuda-mps"),
+            "the MPS control daemon's pipe directory (`CUDA_MPS_PIPE_DIRECTORY` of daemon and servers); "
+                    + "`ivcuda-mps.service` uses the default");
+    public static final ConfigKey<Path> MPS_LOG_DIR = ConfigKey.of("mps.log.dir", KeyType.PATH, Path.of("/var/log/ivcuda/mps"),
+            "the MPS control daemon's log directory (`CUDA_MPS_LOG_DIRECTORY`)");
+    public static final ConfigKey<String> MPS_CONTROL = ConfigKey.of("mps.control", KeyType.TEXT,
+            "/usr/bin/nvidia-cuda-mps-control", "the MPS control program; the hook starts its daemon (`-d`) on demand "
+                    + "where there is no systemd (with systemd: `ivcuda-mps.service`)");
     public static final ConfigKey<String> LIBVIRT_URI = ConfigKey.of("libvirt.uri", KeyType.TEXT, "qemu:///system",
             "the libvirt the provisioner manages");
 
@@ -60,10 +72,11 @@ public final class HostKeys {
 
     /**
      * Whether {@code key} belongs to hook and provisioner: a declared key, or one of their families
-     * ({@code defaults.}, {@code server.}, {@code gpu.<n>.}) — a misspelt one of those is an error of the host
+     * ({@code defaults.}, {@code server.}, {@code mps.} but the server's {@code mps.unavailable}, {@code gpu.<n>.}) — a misspelt one of those is an error of the host
      * configuration, not a key for the server.
      */
     public static boolean isLifecycleKey(String key) {
-        return ALL.knows(key) || key.startsWith("defaults.") || key.startsWith("server.") || key.matches("gpu\\.[0-9]+\\..*");
+        return ALL.knows(key) || key.startsWith("defaults.") || key.startsWith("server.") || key.startsWith("mps.")
+                && !ServerKeys.ALL.knows(key) || key.matches("gpu\\.[0-9]+\\..*");
     }
 }

@@ -2,6 +2,7 @@ package io.ivcuda.common.config;
 
 import io.ivcuda.common.Backend;
 import io.ivcuda.common.Mode;
+import io.ivcuda.common.MpsFallback;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
@@ -32,6 +33,9 @@ public final class ServerKeys {
             "device index or UUID the VM uses");
     public static final ConfigKey<Long> MEMORY_QUOTA = ConfigKey.of("memory.quota", KeyType.BYTES, 0L,
             "bytes of device memory the VM may hold, 0 = no limit").range(0, Long.MAX_VALUE);
+    public static final ConfigKey<Long> COMPUTE_SHARE = ConfigKey.of("compute.share", KeyType.NUMBER, 100L,
+            "percent of the GPU's SMs the VM may use, enforced by MPS: below 100 the server must run as an MPS client "
+                    + "(`CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` set to it: docs/sharing.md)").range(1, 100);
     public static final ConfigKey<Path> PIDFILE = ConfigKey.of("pidfile", KeyType.PATH, null,
             "written after ready, removed at exit");
     public static final ConfigKey<String> DOMAIN_UUID = ConfigKey.of("domain.uuid", KeyType.TEXT, "",
@@ -76,6 +80,10 @@ public final class ServerKeys {
     public static final ConfigKey<Long> WAIT_IDLE_PARK_MS = ConfigKey.of("wait.idle.park.ms", MS, 20L,
             "plain mode: once a channel (or the watcher) had no work for 100 ms, it sleeps this long at a time; the first "
                     + "call after such a pause waits up to this long; 0 = never").range(0, 1000);
+    public static final ConfigKey<MpsFallback> MPS_UNAVAILABLE = ConfigKey.of("mps.unavailable",
+            KeyType.words(MpsFallback.class, MpsFallback::word), MpsFallback.REFUSE,
+            "a VM with a `compute.share` below 100 whose server MPS does not serve: `refuse` (the server exits 4, the VM "
+                    + "does not start) or `unshared` (it runs with the whole GPU and `status` says so)");
     // cudart's integrity check (docs/export-tables.md, "d4082055"; docs/threat-model.md, "The integrity oracle")
     public static final ConfigKey<Path> INTEGRITY_ORACLE = ConfigKey.of("integrity.oracle", KeyType.PATH,
             Path.of("/usr/libexec/ivcuda/ivcuda-integrity-oracle"),
@@ -90,7 +98,7 @@ public final class ServerKeys {
 
     /** The keys the hook writes into each VM's instance configuration (an administrator does not set them). */
     public static final java.util.List<ConfigKey<?>> WRITTEN_BY_HOOK = java.util.List.of(REGION_PATH, REGION_SIZE, MODE,
-            DOORBELL_SOCKET, DOORBELL_VECTORS, GPU, MEMORY_QUOTA, PIDFILE, DOMAIN_UUID, DOMAIN_NAME);
+            DOORBELL_SOCKET, DOORBELL_VECTORS, GPU, MEMORY_QUOTA, COMPUTE_SHARE, PIDFILE, DOMAIN_UUID, DOMAIN_NAME);
 
     /** All of them, in this order. */
     public static final KeySet ALL = KeySet.of("cuda-server", ServerKeys.class);

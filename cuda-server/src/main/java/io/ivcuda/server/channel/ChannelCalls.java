@@ -22,6 +22,12 @@ public interface ChannelCalls {
     void called();
 
     /**
+     * The dispatch of {@code opcode} ended with {@code result} after {@code nanos} of the worker's time: counted
+     * for status and metrics (called on the hot path: it only adds to counters).
+     */
+    void finished(int opcode, int result, long nanos);
+
+    /**
      * Whether the channel's process has device output waiting: the worker says so in the channel's
      * output_pending with each response (docs/kernels.md).
      */

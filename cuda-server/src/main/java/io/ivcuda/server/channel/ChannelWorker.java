@@ -227,6 +227,7 @@ public final class ChannelWorker implements Runnable {
             result = CuResult.INVALID_VALUE;
             fault = "payload_len (" + Integer.toUnsignedString(payloadLen) + ")";
         } else {
+            long started = System.nanoTime();
             try {
                 result = Dispatcher.sync(calls.handlers(), opcode, channel, request.offset() + RequestFlyweight.LENGTH,
                         payloadLen, reply, room);
@@ -239,6 +240,7 @@ public final class ChannelWorker implements Runnable {
             } finally {
                 calls.called();
             }
+            calls.finished(opcode, result, System.nanoTime() - started);
             if (sticky != 0) {
                 if (result == CuResult.SUCCESS) {
                     result = sticky;
@@ -316,6 +318,7 @@ public final class ChannelWorker implements Runnable {
             if (opcode != Opcodes.PAD) {
                 calls.calling(opcode);
                 int result;
+                long started = System.nanoTime();
                 try {
                     result = Dispatcher.async(calls.handlers(), opcode, channel, ring + pos + RecordFlyweight.LENGTH,
                             total - RecordFlyweight.LENGTH, reply, 0);
@@ -325,6 +328,7 @@ public final class ChannelWorker implements Runnable {
                 } finally {
                     calls.called();
                 }
+                calls.finished(opcode, result, System.nanoTime() - started);
                 if (result != CuResult.SUCCESS) {
                     if (reply.fault() != null) {
                         logFault(" (ring)", opcode, reply.fault(), reply.detail(), result);

@@ -125,6 +125,17 @@ public final class DeviceRanges {
         return into >= 0 && into < r.size() ? r : null;
     }
 
+    /** Bytes of the device allocations recorded here (not module globals): what the process holds. */
+    public synchronized long allocatedBytes() {
+        long sum = 0;
+        for (Range r : ranges.values()) {
+            if (r.allocation()) {
+                sum += r.size();
+            }
+        }
+        return sum;
+    }
+
     public synchronized int count() {
         return ranges.size();
     }

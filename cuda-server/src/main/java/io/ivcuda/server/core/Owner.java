@@ -8,6 +8,7 @@ public final class Owner {
     private final long token;
     private final DeviceRanges ranges = new DeviceRanges();
     private final AtomicInteger primaryRetains = new AtomicInteger();
+    private final CallMetrics metrics = CallMetrics.totals();
     private final DeviceOutput output = new DeviceOutput();
     private volatile boolean closed;
     private final AtomicBoolean reclaimed = new AtomicBoolean();
@@ -26,6 +27,11 @@ public final class Owner {
 
     public DeviceRanges ranges() {
         return ranges;
+    }
+
+    /** This process's calls, copies, launches and time (status and metrics). */
+    public CallMetrics metrics() {
+        return metrics;
     }
 
     public AtomicInteger primaryRetains() {

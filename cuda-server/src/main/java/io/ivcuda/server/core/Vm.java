@@ -34,6 +34,7 @@ public final class Vm {
     private final Limits limits;
     private final HandleTable handles;
     private final RefusalLog refusals;
+    private final CallMetrics metrics = CallMetrics.byFunction();
     private final PoolAllocator pool;
     private final Map<Long, Owner> owners = new ConcurrentHashMap<>();
     private final ReclaimedTokens reclaimed;
@@ -94,6 +95,11 @@ public final class Vm {
         IntegrityOracles old = integrity;
         integrity = oracles;
         old.close();
+    }
+
+    /** The VM's calls by function, copies, launches and time (status and metrics). */
+    public CallMetrics metrics() {
+        return metrics;
     }
 
     /** Refused requests: counted per kind, logged rate-limited. */

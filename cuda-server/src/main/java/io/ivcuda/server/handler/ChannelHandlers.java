@@ -54,6 +54,11 @@ public final class ChannelHandlers implements ChannelCalls {
     }
 
     @Override
+    public void finished(int opcode, int result, long nanos) {
+        session.finished(opcode, result, nanos);
+    }
+
+    @Override
     public boolean outputPending() {
         return session.outputPending();
     }

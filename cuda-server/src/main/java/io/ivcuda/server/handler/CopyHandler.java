@@ -32,6 +32,14 @@ final class CopyHandler implements CopyCalls {
         return result == CuResult.SUCCESS ? session.cuda.streamSynchronize(stream) : result;
     }
 
+    /** {@code result}, after counting {@code size} bytes copied when it is a success (status and metrics). */
+    private int counted(int result, boolean toDevice, long size) {
+        if (result == CuResult.SUCCESS) {
+            session.copied(toDevice, size);
+        }
+        return result;
+    }
+
     private int htod(long dst, long host, long size, long stream) {
         return stream == 0 ? session.cuda.memcpyHtoD(dst, host, size, 0, false) : copyOnStream(dst, host, size, stream, true);
     }
@@ -39,14 +47,14 @@ final class CopyHandler implements CopyCalls {
     @Override
     public int ivc_memcpy_htod_inline(Reply r, DirectBuffer in, long dst, long stream, int dataIndex, int dataLength,
                                       long size) {
-        return htod(dst, in.addressOffset() + dataIndex, size, stream);
+        return counted(htod(dst, in.addressOffset() + dataIndex, size, stream), true, size);
     }
 
     @Override
     public int ivc_memcpy_htod_inline_async(DirectBuffer in, long dst, long stream, int dataIndex, int dataLength,
                                             long size) {
         // the ring slot is reused once consumed: the copy must be done before we move on
-        return htod(dst, in.addressOffset() + dataIndex, size, stream);
+        return counted(htod(dst, in.addressOffset() + dataIndex, size, stream), true, size);
     }
 
     @Override
@@ -61,7 +69,7 @@ final class CopyHandler implements CopyCalls {
         if (result == CuResult.SUCCESS) {
             r.outbufLength((int) size);
         }
-        return result;
+        return counted(result, false, size);
     }
 
     /**
@@ -87,7 +95,7 @@ final class CopyHandler implements CopyCalls {
             }
             chunks.publish(chunk + 1);
         }
-        return result;
+        return counted(result, true, size);
     }
 
     /**
@@ -119,17 +127,17 @@ final class CopyHandler implements CopyCalls {
             }
             chunks.publish(chunk + 1);
         }
-        return result;
+        return counted(result, false, size);
     }
 
     @Override
     public int ivc_memcpy_htod_pool(Reply r, long dst, long stream, long poolOffsetAddress, long size) {
-        return session.cuda.memcpyHtoD(dst, poolOffsetAddress, size, stream, false);
+        return counted(session.cuda.memcpyHtoD(dst, poolOffsetAddress, size, stream, false), true, size);
     }
 
     @Override
     public int ivc_memcpy_dtoh_pool(Reply r, long poolOffsetAddress, long src, long stream, long size) {
-        return session.cuda.memcpyDtoH(poolOffsetAddress, src, size, stream, false);
+        return counted(session.cuda.memcpyDtoH(poolOffsetAddress, src, size, stream, false), false, size);
     }
 
     /** An unregistered pool is not pinned: its copies cannot be asynchronous. */
@@ -139,12 +147,12 @@ final class CopyHandler implements CopyCalls {
 
     @Override
     public int ivc_memcpy_htod_pool_async(long dst, long stream, long poolOffsetAddress, long size) {
-        return session.cuda.memcpyHtoD(dst, poolOffsetAddress, size, stream, poolIsPinned());
+        return counted(session.cuda.memcpyHtoD(dst, poolOffsetAddress, size, stream, poolIsPinned()), true, size);
     }
 
     @Override
     public int ivc_memcpy_dtoh_pool_async(long poolOffsetAddress, long src, long stream, long size) {
-        return session.cuda.memcpyDtoH(poolOffsetAddress, src, size, stream, poolIsPinned());
+        return counted(session.cuda.memcpyDtoH(poolOffsetAddress, src, size, stream, poolIsPinned()), false, size);
     }
 
     @Override

@@ -136,6 +136,24 @@ public final class Session implements Checks {
         opcode = op;
     }
 
+    /** A dispatched call or ring record ended with {@code result} after {@code nanos}: counted for the VM and the process. */
+    void finished(int op, int result, long nanos) {
+        vm.metrics().record(op, result, nanos);
+        Owner o = owner;
+        if (o != null) {
+            o.metrics().record(op, result, nanos);
+        }
+    }
+
+    /** A copy moved {@code bytes} between the guest and the GPU: counted for the VM and the process. */
+    void copied(boolean toDevice, long bytes) {
+        vm.metrics().copied(toDevice, bytes);
+        Owner o = owner;
+        if (o != null) {
+            o.metrics().copied(toDevice, bytes);
+        }
+    }
+
     /** The call returned: releases what it pinned (a free or destroy waiting for it may go on). */
     void called() {
         for (int i = 0; i < pinnedHandleCount; i++) {

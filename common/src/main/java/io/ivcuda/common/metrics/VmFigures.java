@@ -1,0 +1,94 @@
+package io.ivcuda.common.metrics;
+
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+
+/**
+ * One VM's figures as its cuda-server writes them into its status file (a Java properties file, the server's
+ * {@code StatusFile}) and as {@code ivshmem-provisioner status} and {@code metrics} read them back: the status
+ * file is the one place a server says what it did, so the table and the Prometheus exposition show the same
+ * numbers. Every figure a server wrote that does not read as a number is left out, not guessed.
+ *
+ * @param callsByFunction calls since the server started, by the function's name ({@code cuMemAlloc_v2})
+ * @param errorsByFunction calls that did not return CUDA_SUCCESS, by function
+ * @param totals the VM's totals
+ * @param processes the guest processes the server holds state for now, by pid
+ */
+public record VmFigures(String domainName, String domainUuid, long memoryHeld, long memoryQuota, int computeShare,
+                        String computeShareState, Map<String, Long> callsByFunction, Map<String, Long> errorsByFunction,
+                        Totals totals, Map<Integer, Totals> processes) {
+
+    /** The status file's keys (written by the server, read here). */
+    public static final String CALLS = "calls.";
+    public static final String ERRORS = "errors.";
+    public static final String PROCESS = "process.";
+    public static final String MEMORY_HELD = "memory.held";
+
+    /**
+     * Totals of a VM or of one process.
+     *
+     * @param memoryHeld bytes of device memory held now (a process's own allocations)
+     * @param busyNanos time the server's workers spent serving the calls (not the GPU's busy time)
+     */
+    public record Totals(long calls, long errors, long bytesToDevice, long bytesToHost, long launches, long busyNanos,
+                         long memoryHeld) {
+        /** Writes these under {@code prefix} ({@code total.} or {@code process.<pid>.}). */
+        public void put(Properties p, String prefix) {
+            p.setProperty(prefix + "calls", Long.toString(calls));
+            p.setProperty(prefix + "errors", Long.toString(errors));
+            p.setProperty(prefix + "bytes.to_device", Long.toString(bytesToDevice));
+            p.setProperty(prefix + "bytes.to_host", Long.toString(bytesToHost));
+            p.setProperty(prefix + "launches", Long.toString(launches));
+            p.setProperty(prefix + "busy.ns", Long.toString(busyNanos));
+            p.setProperty(prefix + "memory.held", Long.toString(memoryHeld));
+        }
+
+        static Totals read(Properties p, String prefix) {
+            return new Totals(number(p, prefix + "calls"), number(p, prefix + "errors"), number(p, prefix + "bytes.to_device"),
+                    number(p, prefix + "bytes.to_host"), number(p, prefix + "launches"), number(p, prefix + "busy.ns"),
+                    number(p, prefix + "memory.held"));
+        }
+    }
+
+    /** The VM's totals' prefix in the status file. */
+    public static final String TOTAL = "total.";
+
+    /** Reads a server's status file (as properties); {@code domainName} and {@code domainUuid} label the figures. */
+    public static VmFigures read(Properties p, String domainName, String domainUuid) {
+        Map<String, Long> calls = new TreeMap<>();
+        Map<String, Long> errors = new TreeMap<>();
+        Map<Integer, Totals> processes = new TreeMap<>();
+        for (String key : p.stringPropertyNames()) {
+            if (key.startsWith(CALLS) && key.length() > CALLS.length() && isNumber(p.getProperty(key))) {
+                calls.put(key.substring(CALLS.length()), number(p, key));
+            } else if (key.startsWith(ERRORS) && key.length() > ERRORS.length() && isNumber(p.getProperty(key))) {
+                errors.put(key.substring(ERRORS.length()), number(p, key));
+            } else if (key.startsWith(PROCESS) && key.endsWith(".calls")) {
+                String pid = key.substring(PROCESS.length(), key.length() - ".calls".length());
+                if (pid.matches("[0-9]{1,9}")) {
+                    processes.put(Integer.parseInt(pid), Totals.read(p, PROCESS + pid + "."));
+                }
+            }
+        }
+        return new VmFigures(domainName, domainUuid, number(p, MEMORY_HELD), number(p, "memory.quota"),
+                (int) Math.max(0, Math.min(100, number(p, "compute.share"))), p.getProperty("compute.share.state", ""),
+                calls, errors, Totals.read(p, TOTAL), processes);
+    }
+
+    private static boolean isNumber(String text) {
+        return text != null && text.trim().matches("[0-9]{1,19}");
+    }
+
+    private static long number(Properties p, String key) {
+        String text = p.getProperty(key);
+        if (!isNumber(text)) {
+            return 0;
+        }
+        try {
+            return Long.parseLong(text.trim());
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+}

@@ -1,0 +1,114 @@
+package io.ivcuda.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.ivcuda.common.metrics.MetricsExposition;
+import io.ivcuda.common.metrics.VmFigures;
+import io.ivcuda.server.FakeGuest.Channel;
+import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.backend.HostMemoryBackend;
+import io.ivcuda.server.gen.Requests;
+import java.io.ByteArrayOutputStream;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A server driven by a fake guest, then its figures the way {@code ivshmem-provisioner metrics} gets them:
+ * the status file the server writes, read back, written by the Prometheus client as text and parsed strictly.
+ * Every figure asserted here is one the guest's calls made, so a counter that is not counted fails.
+ */
+class MetricsTest {
+    static final long SIZE = 16L << 20;
+    static final int PID = 42;
+
+    @TempDir
+    Path dir;
+    CudaServer server;
+    FakeGuest guest;
+
+    @AfterEach
+    void stop() {
+        if (guest != null) {
+            guest.close();
+        }
+        if (server != null) {
+            server.close();
+        }
+    }
+
+    @Test
+    void callsCopiesErrorsAndMemoryAreExportedPerVmAndPerProcess() throws Exception {
+        Path region = dir.resolve("region");
+        ServerConfig config = ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
+                "channel.count=2", "backend=host-memory", "pidfile=" + dir.resolve("vm.pid"), "domain.name=vm \"one\"",
+                "domain.uuid=11111111-2222-3333-4444-555555555555", "memory.quota=1M"));
+        server = new CudaServer(config, new HostMemoryBackend());
+        server.start();
+        guest = new FakeGuest(region, SIZE);
+        Channel c = guest.claim(0, ((long) PID << 32) | 1);
+        assertEquals(CuResult.SUCCESS, c.hello().result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuInit(0)).result());
+        var alloc = c.call(Requests.ivc_mem_alloc(4096));
+        assertEquals(CuResult.SUCCESS, alloc.result());
+        long device = alloc.out(0);
+        byte[] data = new byte[1000];
+        for (int i = 0; i < 3; i++) {
+            assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_memcpy_htod_inline(device, 0, data, data.length)).result());
+        }
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_memcpy_dtoh_inline(device, 0, 512)).result());
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_mem_free(0x1234)).result());
+        // over the 1 MiB quota: refused, and counted as an error of that function
+        assertEquals(CuResult.OUT_OF_MEMORY, c.call(Requests.ivc_mem_alloc(2L << 20)).result());
+
+        StatusFile.besidePidfile(config, server).write();
+        Properties status = new Properties();
+        try (Reader r = Files.newBufferedReader(dir.resolve("vm.status"), StandardCharsets.ISO_8859_1)) {
+            status.load(r);
+        }
+        VmFigures figures = VmFigures.read(status, status.getProperty("domain.name"), status.getProperty("domain.uuid"));
+        ByteArrayOutputStream text = new ByteArrayOutputStream();
+        MetricsExposition.write(List.of(figures), text);
+        ExpositionParser p = ExpositionParser.parse(text.toString(StandardCharsets.UTF_8));
+
+        Map<String, String> vm = Map.of("domain", "vm \"one\"", "uuid", "11111111-2222-3333-4444-555555555555");
+        assertEquals("counter", p.types.get("ivcuda_calls_total"));
+        assertEquals("gauge", p.types.get("ivcuda_gpu_memory_held_bytes"));
+        assertEquals(2, p.value("ivcuda_calls_total", with(vm, "function", "ivc_mem_alloc")));
+        assertEquals(1, p.value("ivcuda_call_errors_total", with(vm, "function", "ivc_mem_alloc")));
+        assertEquals(3, p.value("ivcuda_calls_total", with(vm, "function", "ivc_memcpy_htod_inline")));
+        assertEquals(0, p.value("ivcuda_call_errors_total", with(vm, "function", "ivc_memcpy_htod_inline")));
+        assertEquals(1, p.value("ivcuda_call_errors_total", with(vm, "function", "ivc_mem_free")));
+        assertEquals(3000, p.value("ivcuda_copied_to_device_bytes_total", vm));
+        assertEquals(512, p.value("ivcuda_copied_to_host_bytes_total", vm));
+        assertEquals(4096, p.value("ivcuda_gpu_memory_held_bytes", vm));
+        assertEquals(1 << 20, p.value("ivcuda_gpu_memory_quota_bytes", vm));
+        assertEquals(1, p.value("ivcuda_guest_processes", vm));
+        assertEquals(100, p.value("ivcuda_compute_share_percent", with(vm, "state", "whole-gpu")));
+        assertTrue(p.value("ivcuda_busy_seconds_total", vm) > 0, "the calls took some time");
+        assertEquals(0, p.value("ivcuda_kernel_launches_total", vm), "the host-memory backend launches nothing");
+
+        Map<String, String> process = with(vm, "pid", Integer.toString(PID));
+        // hello, cuInit, 2 allocs, 3 + 1 copies, 1 free
+        assertEquals(9, p.value("ivcuda_process_requests_total", process));
+        assertEquals(2, p.value("ivcuda_process_request_errors_total", process));
+        assertEquals(3000, p.value("ivcuda_process_copied_to_device_bytes_total", process));
+        assertEquals(512, p.value("ivcuda_process_copied_to_host_bytes_total", process));
+        assertEquals(4096, p.value("ivcuda_process_gpu_memory_held_bytes", process));
+        assertEquals(9, p.value("ivcuda_requests_total", vm), "the VM's totals are its one process's");
+    }
+
+    private static Map<String, String> with(Map<String, String> labels, String name, String value) {
+        Map<String, String> m = new java.util.HashMap<>(labels);
+        m.put(name, value);
+        return m;
+    }
+}
