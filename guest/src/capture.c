@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "staged_copy.h"
 #include "call.h"
 #include "ivc_api.h"
 #include "log.h"
@@ -153,8 +154,10 @@ IVC_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph
     CUresult r = pack(dependencies, dependencyData, numDependencies, entries);
     if (r != CUDA_SUCCESS)
         return r;
-    return ivc_begin_capture_to_graph(hStream, hGraph, (uint32_t)numDependencies, entries,
-                                      (uint32_t)(16 * numDependencies), dependencyData != NULL, mode);
+    r = ivc_begin_capture_to_graph(hStream, hGraph, (uint32_t)numDependencies, entries,
+                                   (uint32_t)(16 * numDependencies), dependencyData != NULL, mode);
+    ivc_staged_capture_begun(r);
+    return r;
 }
 IVC_ALIASES_cuStreamBeginCaptureToGraph
 

@@ -123,6 +123,11 @@ static CUresult pack(CUfunction f, void **kernelParams, void **extra, const void
     return CUDA_SUCCESS;
 }
 
+CUresult ivc_launch_pack(CUfunction f, void **kernelParams, void **extra, const void **params, size_t *size)
+{
+    return pack(f, kernelParams, extra, params, size);
+}
+
 static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared, CUstream stream,
                        void **kernelParams, void **extra)
 {

@@ -11,5 +11,9 @@ void ivc_launch_forget_process(void);
 #define IVC_MAX_LAUNCH_ATTRIBUTES 16
 /* cuLaunchKernelEx's path (ptsz: a NULL stream is the per-thread default stream). */
 CUresult ivc_launch_config(const CUlaunchConfig *config, CUfunction f, void **kernelParams, int ptsz);
+/* A launch's parameters (kernelParams by the function's layout, or extra's buffer) packed as
+ * ivc_launch carries them: *params and *size, valid until the thread's next launch or packing
+ * (kernel graph nodes carry them the same way). */
+CUresult ivc_launch_pack(CUfunction f, void **kernelParams, void **extra, const void **params, size_t *size);
 
 #endif

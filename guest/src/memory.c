@@ -6,6 +6,7 @@
  * pinned.c's, pointer attributes pointer.c's. */
 #include <stdlib.h>
 
+#include "staged_copy.h"
 #include "channel.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
@@ -147,6 +148,9 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream stream
         return async ? ivc_memcpy_htod_pool_async(dst, stream, offset, n)
                      : ivc_memcpy_htod_pool(dst, stream, offset, n);
     }
+    /* on a capturing stream a pageable copy goes into the graph through a staging block */
+    if (async && ivc_staged_capture_copy(stream, 0, dst, (void *)(uintptr_t)src, n, &r))
+        return r;
     if (n <= ivc_inline_limit()) {
         /* pageable memory may be reused the moment we return: the bytes travel now */
         if (async && ivc_ring_fits(n + 32))
@@ -170,6 +174,8 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream, int 
         return async ? ivc_memcpy_dtoh_pool_async(offset, src, stream, n)
                      : ivc_memcpy_dtoh_pool(offset, src, stream, n);
     }
+    if (async && ivc_staged_capture_copy(stream, 1, src, dst, n, &r))
+        return r;
     /* pageable destination: the copy completes before we return, as CUDA does */
     if (n <= ivc_inline_limit())
         return ivc_memcpy_dtoh_inline(src, stream, dst, n);

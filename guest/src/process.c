@@ -14,6 +14,7 @@
  * calls' session (they send calls); only fork is handled here. */
 #include <pthread.h>
 
+#include "staged_copy.h"
 #include "cache.h"
 #include "channel.h"
 #include "interrupts.h"
@@ -38,6 +39,7 @@ static void forget_process(void)
     ivc_pinned_forget_process();
     ivc_module_forget_process();
     ivc_launch_forget_process();
+    ivc_staged_forget_process();
     ivc_current_context_changed_anywhere();
     ivc_primary_state_changed();
 }

@@ -15,6 +15,7 @@
 #include "ivc_internal.h"
 #include "log.h"
 #include "memory.h"
+#include "strided.h"
 
 struct side {
     int type; /* CU_MEMORYTYPE_HOST or CU_MEMORYTYPE_DEVICE */
@@ -548,4 +549,31 @@ IVC_EXPORT CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPit
                                             size_t Height, CUstream hStream)
 {
     return memset2d(dstDevice, dstPitch, ui, 4, Width, Height, per_thread(hStream), 1);
+}
+
+/* ---- for graph copy nodes (graphbuild.c) ---- */
+
+CUresult ivc_strided_geometry(const CUDA_MEMCPY3D *p, const char *function, struct ivc_copy_geometry *g)
+{
+    if (p == NULL)
+        return ivc_null_argument(function, "copyParams");
+    if (p->reserved0 != NULL || p->reserved1 != NULL || p->srcLOD != 0 || p->dstLOD != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct strided c = {.width = p->WidthInBytes, .height = p->Height, .depth = p->Depth};
+    CUresult r = make_side(&c.src, function, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcPitch, p->srcHeight,
+                           p->srcXInBytes, p->srcY, p->srcZ);
+    if (r == CUDA_SUCCESS)
+        r = make_side(&c.dst, function, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstPitch, p->dstHeight,
+                      p->dstXInBytes, p->dstY, p->dstZ);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (c.width == 0 || c.height == 0 || c.depth == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *g = (struct ivc_copy_geometry){.dst_type = c.dst.type, .dst = c.dst.start, .dst_pitch = c.dst.pitch,
+                                    .dst_rows = c.dst.rows, .src_type = c.src.type, .src = c.src.start,
+                                    .src_pitch = c.src.pitch, .src_rows = c.src.rows, .width = c.width,
+                                    .height = c.height, .depth = c.depth};
+    g->dst_span = side_span(&c.dst, c.width, c.height, c.depth);
+    g->src_span = side_span(&c.src, c.width, c.height, c.depth);
+    return g->dst_span == 0 || g->src_span == 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }

@@ -583,4 +583,52 @@ public interface CudaBackend {
     default int deviceSetGraphMemAttribute(Out out, int device, int attribute, long value) {
         return CuResult.NOT_SUPPORTED;
     }
+
+    // ---- graph nodes with parameters (issue 12) ----
+    // Kernel, memset, memcpy, host and conditional nodes made by hand (api/graphs.api section
+    // graphbuild, docs/graphs.md). op: NODE_ADD adds to graph after the native array deps of count
+    // (→ handle, the new node); NODE_SET sets node's parameters; NODE_EXEC_SET those of node in exec.
+
+    int NODE_ADD = 0;
+    int NODE_SET = 1;
+    int NODE_EXEC_SET = 2;
+
+    /** {@code kernelParams}: the native void** of the function's parameters (0: none); the driver copies them. */
+    default int graphKernelNode(Out out, int op, long graph, long node, long exec, long deps, long count, long function,
+                                int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ, int sharedMemBytes,
+                                long kernelParams) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** A memset node in {@code ctx}: width elements of elementSize (1, 2, 4) bytes, height rows of pitch. */
+    default int graphMemsetNode(Out out, int op, long graph, long node, long exec, long deps, long count, long ctx,
+                                long dst, long pitch, int value, int elementSize, long width, long height) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** A copy node in {@code ctx}; each side as {@link #memcpy3D} takes it. */
+    default int graphCopyNode(Out out, int op, long graph, long node, long exec, long deps, long count, long ctx,
+                              int dstType, long dst, long dstPitch, long dstHeight, int srcType, long src, long srcPitch,
+                              long srcHeight, long width, long height, long depth) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** A host node that calls {@link HostCallbacks#fire}(key, CUDA_SUCCESS) when the graph reaches it. */
+    default int graphHostNode(Out out, int op, long graph, long node, long exec, long deps, long count, long key) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → handle (the CUgraphConditionalHandle value) */
+    default int graphConditionalHandleCreate(Out out, long graph, long ctx, int defaultLaunchValue, int flags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /**
+     * Adds a conditional node (CUgraphConditionalNodeType {@code type}, {@code size} bodies) →
+     * handle (the node), address (the driver's array of its {@code size} body graphs).
+     */
+    default int graphAddConditionalNode(Out out, long graph, long deps, long count, long ctx, long handle, int type,
+                                        int size) {
+        return CuResult.NOT_SUPPORTED;
+    }
 }

@@ -760,6 +760,14 @@ public final class JnaCudaBackend implements CudaBackend {
     @Override
     public int memcpy3D(int dstType, long dst, long dstPitch, long dstHeight, int srcType, long src, long srcPitch,
                         long srcHeight, long width, long height, long depth, long stream, boolean async) {
+        long p = memcpy3DParams(dstType, dst, dstPitch, dstHeight, srcType, src, srcPitch, srcHeight, width, height,
+                depth);
+        return async ? cuMemcpy3DAsync_v2(p, stream) : cuMemcpy3D_v2(p);
+    }
+
+    /** This thread's CUDA_MEMCPY3D, filled: valid until its next use on the thread. */
+    private static long memcpy3DParams(int dstType, long dst, long dstPitch, long dstHeight, int srcType, long src,
+                                       long srcPitch, long srcHeight, long width, long height, long depth) {
         long p = MEMCPY3D.get();
         UnsafeApi.setMemory(p, MEMCPY3D_SIZE, (byte) 0);
         UnsafeApi.putInt(p + SRC_MEMORY_TYPE, srcType);
@@ -773,7 +781,7 @@ public final class JnaCudaBackend implements CudaBackend {
         UnsafeApi.putLong(p + WIDTH, width);
         UnsafeApi.putLong(p + HEIGHT, height);
         UnsafeApi.putLong(p + DEPTH, depth);
-        return async ? cuMemcpy3DAsync_v2(p, stream) : cuMemcpy3D_v2(p);
+        return p;
     }
 
     @Override
@@ -1206,5 +1214,153 @@ public final class JnaCudaBackend implements CudaBackend {
         }
         UnsafeApi.putLong(s(o, 0), value);
         return CudaDriverGraphs.cuDeviceSetGraphMemAttribute(device, attribute, s(o, 0));
+    }
+
+    // ---- graph nodes with parameters (issue 12) ----
+
+    /** CudaDriverGraphNodes, loaded on first use (see there). */
+    private static final class GraphNodes {
+        static final boolean LOADED;
+
+        static {
+            boolean loaded = false;
+            try {
+                Class.forName(CudaDriverGraphNodes.class.getName(), true, CudaDriverGraphNodes.class.getClassLoader());
+                loaded = Graphs.LOADED;
+            } catch (Throwable e) {
+                LOG.error("libcuda.so.1 lacks a graph node function ({}): kernel, memcpy, memset, host and "
+                        + "conditional nodes answer CUDA_ERROR_NOT_SUPPORTED", e.toString());
+            }
+            LOADED = loaded;
+        }
+    }
+
+    /** sizeof(CUDA_KERNEL_NODE_PARAMS_v2), CUDA_MEMSET_NODE_PARAMS, CUDA_HOST_NODE_PARAMS, CUgraphNodeParams (cuda.h 13.0, LP64) */
+    private static final int KERNEL_NODE_SIZE = 72;
+    private static final int MEMSET_NODE_SIZE = 40;
+    private static final int HOST_NODE_SIZE = 16;
+    private static final int NODE_PARAMS_SIZE = 256;
+    /** CU_GRAPH_NODE_TYPE_CONDITIONAL */
+    private static final int NODE_TYPE_CONDITIONAL = 13;
+
+    /** One parameter block per worker thread, as large as the largest: the driver reads it during the call only. */
+    private static final ThreadLocal<Long> NODE_PARAMS = ThreadLocal.withInitial(() -> UnsafeApi.allocateMemory(NODE_PARAMS_SIZE));
+
+    private static long nodeParams(int size) {
+        long p = NODE_PARAMS.get();
+        UnsafeApi.setMemory(p, size, (byte) 0);
+        return p;
+    }
+
+    @Override
+    public int graphKernelNode(Out o, int op, long graph, long node, long exec, long deps, long count, long function,
+                               int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ, int sharedMemBytes,
+                               long kernelParams) {
+        if (!GraphNodes.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        long p = nodeParams(KERNEL_NODE_SIZE);
+        UnsafeApi.putLong(p, function);
+        int[] dims = {gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMemBytes};
+        for (int i = 0; i < dims.length; i++) {
+            UnsafeApi.putInt(p + 8 + 4L * i, dims[i]);
+        }
+        UnsafeApi.putLong(p + 40, kernelParams);
+        return switch (op) {
+            case NODE_ADD -> added(o, CudaDriverGraphNodes.cuGraphAddKernelNode_v2(s(o, 0), graph, deps, count, p));
+            case NODE_SET -> CudaDriverGraphNodes.cuGraphKernelNodeSetParams_v2(node, p);
+            case NODE_EXEC_SET -> CudaDriverGraphNodes.cuGraphExecKernelNodeSetParams_v2(exec, node, p);
+            default -> CuResult.INVALID_VALUE;
+        };
+    }
+
+    /** The new node (written to slot 0 by the driver) into o.handle. */
+    private static int added(Out o, int result) {
+        o.handle = result == CuResult.SUCCESS ? UnsafeApi.getLong(s(o, 0)) : 0;
+        return result;
+    }
+
+    @Override
+    public int graphMemsetNode(Out o, int op, long graph, long node, long exec, long deps, long count, long ctx,
+                               long dst, long pitch, int value, int elementSize, long width, long height) {
+        if (!GraphNodes.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        long p = nodeParams(MEMSET_NODE_SIZE);
+        UnsafeApi.putLong(p, dst);
+        UnsafeApi.putLong(p + 8, pitch);
+        UnsafeApi.putInt(p + 16, value);
+        UnsafeApi.putInt(p + 20, elementSize);
+        UnsafeApi.putLong(p + 24, width);
+        UnsafeApi.putLong(p + 32, height);
+        return switch (op) {
+            case NODE_ADD -> added(o, CudaDriverGraphNodes.cuGraphAddMemsetNode(s(o, 0), graph, deps, count, p, ctx));
+            case NODE_SET -> CudaDriverGraphNodes.cuGraphMemsetNodeSetParams(node, p);
+            case NODE_EXEC_SET -> CudaDriverGraphNodes.cuGraphExecMemsetNodeSetParams(exec, node, p, ctx);
+            default -> CuResult.INVALID_VALUE;
+        };
+    }
+
+    @Override
+    public int graphCopyNode(Out o, int op, long graph, long node, long exec, long deps, long count, long ctx,
+                             int dstType, long dst, long dstPitch, long dstHeight, int srcType, long src, long srcPitch,
+                             long srcHeight, long width, long height, long depth) {
+        if (!GraphNodes.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        long p = memcpy3DParams(dstType, dst, dstPitch, dstHeight, srcType, src, srcPitch, srcHeight, width, height,
+                depth);
+        return switch (op) {
+            case NODE_ADD -> added(o, CudaDriverGraphNodes.cuGraphAddMemcpyNode(s(o, 0), graph, deps, count, p, ctx));
+            case NODE_SET -> CudaDriverGraphNodes.cuGraphMemcpyNodeSetParams(node, p);
+            case NODE_EXEC_SET -> CudaDriverGraphNodes.cuGraphExecMemcpyNodeSetParams(exec, node, p, ctx);
+            default -> CuResult.INVALID_VALUE;
+        };
+    }
+
+    @Override
+    public int graphHostNode(Out o, int op, long graph, long node, long exec, long deps, long count, long key) {
+        if (!GraphNodes.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        long p = nodeParams(HOST_NODE_SIZE);
+        UnsafeApi.putLong(p, Graphs.HOST_FN_POINTER);
+        UnsafeApi.putLong(p + 8, key);
+        return switch (op) {
+            case NODE_ADD -> added(o, CudaDriverGraphNodes.cuGraphAddHostNode(s(o, 0), graph, deps, count, p));
+            case NODE_SET -> CudaDriverGraphNodes.cuGraphHostNodeSetParams(node, p);
+            case NODE_EXEC_SET -> CudaDriverGraphNodes.cuGraphExecHostNodeSetParams(exec, node, p);
+            default -> CuResult.INVALID_VALUE;
+        };
+    }
+
+    @Override
+    public int graphConditionalHandleCreate(Out o, long graph, long ctx, int defaultLaunchValue, int flags) {
+        if (!GraphNodes.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverGraphNodes.cuGraphConditionalHandleCreate(s(o, 0), graph, ctx, defaultLaunchValue, flags);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int graphAddConditionalNode(Out o, long graph, long deps, long count, long ctx, long handle, int type,
+                                       int size) {
+        if (!GraphNodes.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        // CUgraphNodeParams: the type, then at 16 the CUDA_CONDITIONAL_NODE_PARAMS (handle, type,
+        // size, phGraph_out, which the driver points at its own array, ctx)
+        long p = nodeParams(NODE_PARAMS_SIZE);
+        UnsafeApi.putInt(p, NODE_TYPE_CONDITIONAL);
+        UnsafeApi.putLong(p + 16, handle);
+        UnsafeApi.putInt(p + 24, type);
+        UnsafeApi.putInt(p + 28, size);
+        UnsafeApi.putLong(p + 40, ctx);
+        int r = added(o, CudaDriverGraphNodes.cuGraphAddNode(s(o, 0), graph, deps, count, p));
+        o.address = r == CuResult.SUCCESS ? UnsafeApi.getLong(p + 32) : 0;
+        return r;
     }
 }

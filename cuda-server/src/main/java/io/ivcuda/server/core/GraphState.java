@@ -3,7 +3,9 @@ package io.ivcuda.server.core;
 import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.gen.HandleKinds;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -24,6 +26,8 @@ public final class GraphState {
     private final HandleTable handles;
     private final CudaBackend backend;
     private final Set<Long> provisional = ConcurrentHashMap.newKeySet();
+    /** A conditional node's body graphs (native) → {its parent graph, its node} (native): the driver's. */
+    private final Map<Long, long[]> bodies = new ConcurrentHashMap<>();
 
     public GraphState(HandleTable handles, CudaBackend backend) {
         this.handles = handles;
@@ -38,6 +42,43 @@ public final class GraphState {
     /** Whether the handle names a graph being captured (removes the mark: the capture ended). */
     public boolean settle(long id) {
         return provisional.remove(id);
+    }
+
+    /**
+     * A body graph of a conditional node: the driver frees it with its node (or the node's graph),
+     * never the process ({@link #isBody}).
+     */
+    public void body(long nativeBody, long nativeParentGraph, long nativeNode) {
+        bodies.put(nativeBody, new long[] {nativeParentGraph, nativeNode});
+    }
+
+    public boolean isBody(long nativeGraph) {
+        return bodies.containsKey(nativeGraph);
+    }
+
+    /**
+     * The body graphs that go with {@code nativeGraph} (destroyed) or {@code nativeNode} (destroyed;
+     * 0: none), and theirs in turn: forgotten here and returned, so that the caller removes their
+     * handles and their nodes' handles.
+     */
+    public List<Long> forgetBodies(long nativeGraph, long nativeNode) {
+        List<Long> gone = new ArrayList<>();
+        for (Map.Entry<Long, long[]> e : bodies.entrySet()) {
+            long[] parent = e.getValue();
+            if ((nativeGraph != 0 && parent[0] == nativeGraph) || (nativeNode != 0 && parent[1] == nativeNode)) {
+                if (bodies.remove(e.getKey()) != null) {
+                    gone.add(e.getKey());
+                }
+            }
+        }
+        for (int i = 0; i < gone.size(); i++) {
+            for (Long nested : forgetBodies(gone.get(i), 0)) {
+                if (!gone.contains(nested)) {
+                    gone.add(nested);
+                }
+            }
+        }
+        return gone;
     }
 
     /**
@@ -79,9 +120,11 @@ public final class GraphState {
                     continue; // destroyed (or its capture failed) by a call of the process: not twice
                 }
                 boolean capturing = provisionalGraph;
+                // a body graph is its node's: its parent graph's destruction frees it
+                boolean body = kind == KIND_GRAPH && bodies.remove(e.nativeValue()) != null;
                 if (kind == KIND_GRAPH_EXEC) {
                     inContext(e.extra(), out, () -> backend.graphExecDestroy(e.nativeValue()));
-                } else if (kind == KIND_GRAPH && !capturing) {
+                } else if (kind == KIND_GRAPH && !capturing && !body) {
                     inContext(e.extra(), out, () -> backend.graphDestroy(e.nativeValue()));
                 }
             }

@@ -30,7 +30,8 @@ public final class ChannelHandlers implements ChannelCalls {
                 new ContextExtHandler(session), new LinkHandler(session), new DeviceOutputHandler(session),
                 new StridedCopyHandler(session), new PoolHandler(session), new StreamQueryHandler(session),
                 new MemOpHandler(session), new HostFnHandler(session), new CaptureHandler(session),
-                new GraphHandler(session), new GraphNodeHandler(session));
+                new GraphHandler(session), new GraphNodeHandler(session),
+                new GraphBuildHandler(session, launch));
     }
 
     @Override

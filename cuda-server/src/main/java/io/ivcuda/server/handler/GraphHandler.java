@@ -38,6 +38,9 @@ final class GraphHandler implements GraphCalls {
 
     @Override
     public int cuGraphDestroy(Reply r, long hGraph) {
+        if (session.vm.graphs().isBody(hGraph)) {
+            return session.refuse("hGraph", "is a conditional node's body graph: it goes with its node", CuResult.INVALID_VALUE);
+        }
         int result = session.cuda.graphDestroy(hGraph);
         if (result == CuResult.SUCCESS) {
             GraphHandles.forgetNodes(session, hGraph);

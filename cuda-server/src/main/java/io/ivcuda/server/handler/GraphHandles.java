@@ -50,9 +50,25 @@ final class GraphHandles {
         return handles.mint(GraphState.KIND_GRAPH_NODE, s.token(), nativeNode, nativeGraph);
     }
 
-    /** The graph went (destroyed, or its capture failed): its handle's nodes go with it. */
+    /** The graph went (destroyed, or its capture failed): its handle's nodes go with it, and its conditional nodes' bodies. */
     static void forgetNodes(Session s, long nativeGraph) {
         s.vm.handles().removeDependents(s.token(), GraphState.KIND_GRAPH_NODE, nativeGraph, s.chunks::stopping);
+        forgetBodies(s, nativeGraph, 0);
+    }
+
+    /**
+     * The body graphs the driver freed with {@code nativeGraph} or the conditional node {@code
+     * nativeNode} (0: none): their handles and their nodes' handles go, so none reaches the driver again.
+     */
+    static void forgetBodies(Session s, long nativeGraph, long nativeNode) {
+        HandleTable handles = s.vm.handles();
+        for (long body : s.vm.graphs().forgetBodies(nativeGraph, nativeNode)) {
+            HandleTable.Entry e = handles.findNative(GraphState.KIND_GRAPH, s.token(), body);
+            if (e != null) {
+                handles.remove(e.id());
+            }
+            handles.removeDependents(s.token(), GraphState.KIND_GRAPH_NODE, body, s.chunks::stopping);
+        }
     }
 
     /** Where {@link #resolve} builds its arrays: after the first 256 bytes of the scratch memory. */

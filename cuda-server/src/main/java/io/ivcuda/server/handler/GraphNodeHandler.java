@@ -60,7 +60,11 @@ final class GraphNodeHandler implements GraphnodeCalls {
 
     @Override
     public int cuGraphDestroyNode(Reply r, long hNode) {
-        return session.cuda.graphDestroyNode(hNode);
+        int result = session.cuda.graphDestroyNode(hNode);
+        if (result == CuResult.SUCCESS) {
+            GraphHandles.forgetBodies(session, 0, hNode);
+        }
+        return result;
     }
 
     @Override
