@@ -1,7 +1,8 @@
 /* device_printf: what a kernel prints (device printf) reaches the program's stdout at the
  * synchronisation point that flushes it, in order with the program's own (buffered) stdout lines —
  * after cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize, a blocking cuMemcpyDtoH and
- * cuCtxDestroy, and 1000 lines at once (more than one response area through ivcuda). The driver
+ * cuCtxDestroy, and 1000 lines at once (more than one response area through ivcuda); and the
+ * linker's info log (JIT logs) in the program's buffer. The driver
  * flushes a context's printf buffer only at those points, so every line's place is deterministic:
  * native and ivcuda output must be equal. */
 #include "common.h"
@@ -52,6 +53,34 @@ int main(int argc, char **argv)
     launch(5, 1000, NULL);
     CK(cuCtxSynchronize());
     printf("host: after 1000 lines\n");
+
+    /* The linker's info log (CU_JIT_LOG_VERBOSE: ptxas's lines) comes back into the program's
+     * buffer, and its size option is the driver's count; a kernel of the linked image prints too. */
+    char info[8192] = "", error[8192] = "";
+    CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
+                              CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE};
+    void *values[] = {info, (void *)(uintptr_t)sizeof info, error, (void *)(uintptr_t)sizeof error, (void *)1};
+    CUlinkState link;
+    CK(cuLinkCreate(5, options, values, &link));
+    char ptx_path[4096];
+    snprintf(ptx_path, sizeof ptx_path, "%s/device_printf.ptx", dir);
+    CK(cuLinkAddFile(link, CU_JIT_INPUT_PTX, ptx_path, 0, NULL, NULL));
+    void *cubin = NULL;
+    size_t cubin_size = 0;
+    CK(cuLinkComplete(link, &cubin, &cubin_size));
+    printf("host: linker info log (%u bytes by its size option):\n%s\n", (unsigned)(uintptr_t)values[1], info);
+    printf("host: linker error log: \"%s\"\n", error);
+    CUmodule linked;
+    CK(cuModuleLoadData(&linked, cubin));
+    CK(cuLinkDestroy(link));
+    CUfunction linked_print;
+    CK(cuModuleGetFunction(&linked_print, linked, "dp_print"));
+    int seven = 7, two = 2;
+    void *args[] = {&seven, &two};
+    CK(cuLaunchKernel(linked_print, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+    CK(cuCtxSynchronize());
+    CK(cuModuleUnload(linked));
+    printf("host: after the linked module's kernel\n");
 
     CK(cuEventDestroy(event));
     CK(cuStreamDestroy(stream));

@@ -1,7 +1,7 @@
 /* The linker (cuLink*): the link state lives in the server's driver. Inputs travel through the
  * window (files are read here); cuLinkComplete's image comes back into a buffer the guest owns
- * until cuLinkDestroy, as the driver's does. JIT options: scalar ones travel, log buffers are
- * answered empty here (the server's log is not the guest's). */
+ * until cuLinkDestroy, as the driver's does. JIT options: scalar ones travel; the info and error
+ * logs and the wall time come back after each call of the state (jit_logs.c). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "jit_logs.h"
 #include "log.h"
 #include "module.h"
 
@@ -60,10 +61,17 @@ IVC_EXPORT CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option *optio
         return ivc_null_argument("cuLinkCreate", "stateOut");
     uint64_t jit[2 * IVC_MAX_JIT_OPTIONS];
     size_t pairs = 0;
+    /* read before ivc_jit_pairs answers the outputs empty in the program's arrays */
+    struct ivc_jit_logs logs;
+    int asked = ivc_jit_logs_scan(&logs, numOptions, options, optionValues);
     CUresult r = ivc_jit_pairs(jit, &pairs, numOptions, options, optionValues);
     if (r != CUDA_SUCCESS)
         return r;
-    return ivc_link_create(stateOut, jit, pairs * 16);
+    ivc_jit_logs_pairs(&logs, jit, &pairs, IVC_MAX_JIT_OPTIONS);
+    r = ivc_link_create(stateOut, jit, pairs * 16);
+    if (r == CUDA_SUCCESS && asked)
+        ivc_jit_logs_keep(*stateOut, &logs, optionValues);
+    return r;
 }
 IVC_ALIASES_cuLinkCreate_v2
 
@@ -94,6 +102,7 @@ static CUresult add(CUlinkState state, CUjitInputType type, const void *data, si
         r = ivc_await(&call);
     if (ivc_response(&call))
         r = ivc_finish(&call, r);
+    ivc_jit_logs_update(state); /* a failed input's errors are in the error log */
     return r;
 }
 
@@ -140,6 +149,7 @@ IVC_EXPORT CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *s
         return ivc_null_argument("cuLinkComplete", cubinOut == NULL ? "cubinOut" : "sizeOut");
     size_t size = 0;
     CUresult r = ivc_link_complete(&size, state);
+    ivc_jit_logs_update(state);
     if (r != CUDA_SUCCESS)
         return r;
     if (size == 0 || size > MAX_LINK_INPUT)
@@ -175,8 +185,10 @@ IVC_ALIASES_cuLinkComplete
 IVC_EXPORT CUresult cuLinkDestroy(CUlinkState state)
 {
     CUresult r = ivc_link_destroy(state);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         free_outputs(state);
+        ivc_jit_logs_forget(state);
+    }
     return r;
 }
 IVC_ALIASES_cuLinkDestroy

@@ -371,10 +371,34 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         w_buf(out, ids, 8 * (n < 512 ? n : 512));
         return CUDA_SUCCESS;
     }
-    case IVC_OP_ivc_link_create: /* the "linker" concatenates its inputs */
+    case IVC_OP_ivc_link_create: { /* the "linker" concatenates its inputs */
         fake.link_size = 0;
+        uint64_t n;
+        const uint8_t *pairs = r_buf(in, &n);
+        unsigned count = n / 16 < 16 ? (unsigned)(n / 16) : 16;
+        for (unsigned k = 0; pairs != NULL && k < 2 * count; k++)
+            fake.link_options[k] = ivc_read64(pairs + 8 * k);
+        atomic_store(&fake.link_option_pairs, count);
         w_u64(out, 0x1F00000100000001ULL);
         return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_jit_log_read: {
+        uint64_t capacity = r_u64(in), which = r_u64(in);
+        if (which > 1)
+            return CUDA_ERROR_INVALID_VALUE;
+        const char *log = fake.link_log[which];
+        uint64_t length = strlen(log), n = capacity == 0 ? 0 : (length < capacity - 1 ? length : capacity - 1);
+        float wall = 2.5f;
+        uint32_t bits;
+        memcpy(&bits, &wall, sizeof bits);
+        char text[128];
+        memcpy(text, log, n);
+        text[n] = '\0';
+        w_u64(out, length + 1);
+        w_u64(out, bits);
+        w_buf(out, text, capacity == 0 ? 0 : n + 1);
+        return CUDA_SUCCESS;
+    }
     case IVC_OP_ivc_link_add_data: {
         r_u64(in);
         r_u64(in);

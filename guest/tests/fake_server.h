@@ -62,6 +62,11 @@ struct fake_state {
     atomic_uint output_piece;
     atomic_ullong output_dropped;
     atomic_int output_reads;
+    /* JIT logs (docs/kernels.md): ivc_link_create's (option, value) pairs as received, and the
+     * logs (0 info, 1 error) ivc_jit_log_read answers, with the wall time 2.5 ms */
+    uint64_t link_options[32];
+    atomic_uint link_option_pairs;
+    char link_log[2][128];
     atomic_ullong current_context;  /* cuCtxSetCurrent's last context (0: the primary context's) */
 };
 

@@ -22,6 +22,25 @@ public final class Libraries {
     /** Completed link images (cuLinkComplete) by native link state: {address, size}, the driver's memory. */
     private final Map<Long, long[]> linkOutputs = new ConcurrentHashMap<>();
 
+    private final Map<Long, JitLogs> linkLogs = new ConcurrentHashMap<>();
+
+    /** A link state's JIT options, logs and output values (the driver writes them until it is destroyed). */
+    public void linkLogs(long state, JitLogs logs) {
+        linkLogs.put(state, logs);
+    }
+
+    public JitLogs linkLogsOf(long state) {
+        return linkLogs.get(state);
+    }
+
+    /** After cuLinkDestroy, when the driver writes into them no more. */
+    public void freeLinkLogs(long state) {
+        JitLogs logs = linkLogs.remove(state);
+        if (logs != null) {
+            logs.free();
+        }
+    }
+
     public void linkOutput(long state, long address, long size) {
         linkOutputs.put(state, new long[] {address, size});
     }

@@ -369,6 +369,7 @@ public final class Vm {
                     case HandleTable.KIND_LINK -> {
                         libraries.forgetLink(e.nativeValue());
                         backend.linkDestroy(e.nativeValue());
+                        libraries.freeLinkLogs(e.nativeValue());
                     }
                     case HandleTable.KIND_LIBRARY -> {
                         libraries.forget(e.nativeValue());

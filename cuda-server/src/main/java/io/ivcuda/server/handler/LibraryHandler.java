@@ -90,7 +90,7 @@ final class LibraryHandler implements LibraryCalls {
         return null;
     }
 
-    private static boolean safeJitOption(long option) {
+    static boolean safeJitOption(long option) {
         for (int safe : SAFE_JIT_OPTIONS) {
             if (option == safe) {
                 return true;

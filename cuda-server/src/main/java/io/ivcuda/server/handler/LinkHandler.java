@@ -5,6 +5,7 @@ import static io.ivcuda.server.core.HandleTable.KIND_LINK;
 
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.channel.ChunkStream;
+import io.ivcuda.server.core.JitLogs;
 import io.ivcuda.server.core.Vm;
 import io.ivcuda.server.gen.LinkerCalls;
 import io.ivcuda.server.gen.Reply;
@@ -27,17 +28,50 @@ final class LinkHandler implements LinkerCalls {
 
     @Override
     public int ivc_link_create(Reply r, DirectBuffer in, int jitOptionsIndex, int jitOptionsLength, long jitOptionsSize) {
-        long options = session.out.scratch + 64;
-        long values = options + 4L * LibraryHandler.MAX_JIT_OPTIONS;
-        String bad = LibraryHandler.jitOptions(in, jitOptionsIndex, jitOptionsLength, jitOptionsSize, options, values);
-        if (bad != null) {
+        // the options live as long as the link state: the driver fills its logs and outputs in later calls
+        Object parsed = JitLogs.parse(in, jitOptionsIndex, jitOptionsLength, jitOptionsSize,
+                LibraryHandler.MAX_JIT_OPTIONS, LibraryHandler::safeJitOption);
+        if (parsed instanceof String bad) {
             return session.refuse("jitOptions", bad, CuResult.INVALID_VALUE);
         }
-        int result = session.cuda.linkCreate(session.out, jitOptionsLength / 16, options, values);
+        JitLogs logs = (JitLogs) parsed;
+        int result = session.cuda.linkCreate(session.out, logs.count(), logs.options(), logs.values());
         if (result == CuResult.SUCCESS) {
+            session.vm.libraries().linkLogs(session.out.handle, logs);
             r.set(0, session.vm.handles().mint(KIND_LINK, session.token(), session.out.handle, 0));
+        } else {
+            logs.free();
         }
         return result;
+    }
+
+    /**
+     * Log {@code which} (0 info, 1 error) of the link state as the driver wrote it so far, cut to the
+     * guest's capacity with its NUL; the driver's own count of what it filled; the wall time.
+     */
+    @Override
+    public int ivc_jit_log_read(Reply r, int capacity, int which, long state) {
+        if (which != 0 && which != 1) {
+            return session.refuse("which", which + " is not 0 (info) or 1 (error)", CuResult.INVALID_VALUE);
+        }
+        JitLogs logs = session.vm.libraries().linkLogsOf(state);
+        int room = r.outbufCapacity();
+        r.set(0, 0);
+        r.set(1, logs == null ? 0 : logs.wallTimeBits());
+        if (logs == null || !logs.has(which) || room == 0) {
+            r.outbufLength(0);
+            return CuResult.SUCCESS;
+        }
+        int n = Math.min(logs.length(which), room - 1);
+        long from = logs.address(which);
+        int at = r.outbufIndex();
+        for (int i = 0; i < n; i++) {
+            r.buffer().putByte(at + i, UnsafeApi.getByte(from + i));
+        }
+        r.buffer().putByte(at + n, (byte) 0);
+        r.outbufLength(n + 1);
+        r.set(0, logs.filled(which));
+        return CuResult.SUCCESS;
     }
 
     @Override
@@ -112,6 +146,8 @@ final class LinkHandler implements LinkerCalls {
     @Override
     public int ivc_link_destroy(Reply r, long state) {
         session.vm.libraries().forgetLink(state);
-        return session.cuda.linkDestroy(state);
+        int result = session.cuda.linkDestroy(state);
+        session.vm.libraries().freeLinkLogs(state);
+        return result;
     }
 }

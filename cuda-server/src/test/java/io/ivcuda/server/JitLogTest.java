@@ -1,0 +1,167 @@
+package io.ivcuda.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import io.ivcuda.server.FakeGuest.Channel;
+import io.ivcuda.server.FakeGuest.Response;
+import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.backend.HostMemoryBackend;
+import io.ivcuda.server.backend.Out;
+import io.ivcuda.server.core.JitLogs;
+import io.ivcuda.server.gen.Requests;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import org.agrona.UnsafeApi;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The linker's JIT logs: the guest's log sizes become buffers of the server's given to the driver
+ * (cut to {@link JitLogs#LIMIT}), which live with the link state; what the driver wrote there and
+ * in the output options comes back through ivc_jit_log_read, cut to the guest's capacity. The
+ * backend stands in for the driver's linker: it writes its logs and wall time where the options say,
+ * at cuLinkComplete, as the driver does.
+ */
+class JitLogTest extends HostMemoryGuestCase {
+    static final long TOKEN = (84L << 32) | 7;
+    static final long STATE = 0xC100;
+
+    static final class LoggingLinker extends HostMemoryBackend {
+        final Map<Integer, Long> given = new HashMap<>();
+        long options;
+        long values;
+        int count;
+
+        @Override
+        public int linkCreate(Out o, int count, long options, long values) {
+            this.count = count;
+            this.options = options;
+            this.values = values;
+            for (int i = 0; i < count; i++) {
+                given.put(UnsafeApi.getInt(options + 4L * i), UnsafeApi.getLong(values + 8L * i));
+            }
+            o.handle = STATE;
+            return CuResult.SUCCESS;
+        }
+
+        @Override
+        public int linkComplete(Out o, long state) {
+            // as the driver: the logs into the buffers, the bytes filled and the time over the values
+            for (int i = 0; i < count; i++) {
+                int option = UnsafeApi.getInt(options + 4L * i);
+                String text = option == 3 ? "info    : 0 bytes gmem\n" : option == 5 ? "" : null;
+                if (text != null) {
+                    long buffer = UnsafeApi.getLong(values + 8L * i);
+                    byte[] b = text.getBytes(StandardCharsets.US_ASCII);
+                    for (int k = 0; k < b.length; k++) {
+                        UnsafeApi.putByte(buffer + k, b[k]);
+                    }
+                    UnsafeApi.putByte(buffer + b.length, (byte) 0);
+                    setFilled(option + 1, b.length + 1);
+                } else if (option == 2) {
+                    UnsafeApi.putLong(values + 8L * i, Float.floatToIntBits(1.5f) & 0xFFFF_FFFFL);
+                }
+            }
+            o.address = UnsafeApi.allocateMemory(8);
+            o.bytes = 8;
+            return CuResult.SUCCESS;
+        }
+
+        private void setFilled(int sizeOption, long filled) {
+            for (int i = 0; i < count; i++) {
+                if (UnsafeApi.getInt(options + 4L * i) == sizeOption) {
+                    UnsafeApi.putLong(values + 8L * i, filled);
+                }
+            }
+        }
+
+        @Override
+        public int linkDestroy(long state) {
+            return CuResult.SUCCESS;
+        }
+    }
+
+    LoggingLinker backend;
+
+    @Override
+    long token() {
+        return TOKEN;
+    }
+
+    @BeforeEach
+    void start() throws Exception {
+        backend = new LoggingLinker();
+        start(backend);
+    }
+
+    static byte[] pairs(long... optionValue) {
+        ByteBuffer b = ByteBuffer.allocate(8 * optionValue.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (long v : optionValue) {
+            b.putLong(v);
+        }
+        return b.array();
+    }
+
+    record Log(String text, long filled, float wall) {
+    }
+
+    static Log read(Channel c, long state, int which, int capacity) {
+        Response r = c.call(Requests.ivc_jit_log_read(capacity, which, state));
+        assertEquals(CuResult.SUCCESS, r.result());
+        int length = (int) r.buffer().getLong(r.payload() + 16, ByteOrder.LITTLE_ENDIAN);
+        byte[] b = new byte[length];
+        r.buffer().getBytes(r.payload() + 24, b);
+        String text = new String(b, StandardCharsets.US_ASCII);
+        return new Log(text.isEmpty() ? text : text.substring(0, text.indexOf('\0')), r.out(0),
+                Float.intBitsToFloat((int) r.out(1)));
+    }
+
+    @Test
+    void logsAndWallTimeComeBackCutToTheGuestsBuffer() {
+        Channel c = greeted(0);
+        byte[] options = pairs(4, 8192, 6, 100_000_000, 2, 0, 11, 1); // info 8 KiB, error huge, time, verbose
+        Response created = c.call(Requests.ivc_link_create(options, options.length));
+        assertEquals(CuResult.SUCCESS, created.result());
+        long state = created.out(0);
+        assertEquals(8192L, backend.given.get(4), "the guest's info size");
+        assertEquals((long) JitLogs.LIMIT, backend.given.get(6), "the error log cut to the server's limit");
+        assertNotNull(backend.given.get(3), "a buffer of the server's");
+        assertEquals(1L, backend.given.get(11), "scalar options pass");
+        assertEquals(new Log("", 8192, 0f), read(c, state, 0, 8192),
+                "nothing logged before the driver writes; the size option still holds what went in, as natively");
+
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_link_complete(state)).result());
+        assertEquals(new Log("info    : 0 bytes gmem\n", 24, 1.5f), read(c, state, 0, 8192));
+        assertEquals(new Log("info", 24, 1.5f), read(c, state, 0, 5), "cut to the capacity, with its NUL");
+        assertEquals(new Log("", 1, 1.5f), read(c, state, 1, 8192), "an empty error log");
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_jit_log_read(100, 2, state)).result());
+
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_link_destroy(state)).result());
+        assertNull(server.vm().libraries().linkLogsOf(STATE), "freed with the state");
+    }
+
+    @Test
+    void theGuestNeverPassesPointers() {
+        Channel c = greeted(0);
+        for (long pointerOption : new long[] {3, 5}) {
+            byte[] options = pairs(pointerOption, 0x1234);
+            assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_link_create(options, options.length)).result());
+        }
+        byte[] zero = pairs(4, 0);
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_link_create(zero, zero.length)).result(),
+                "a log of no bytes");
+    }
+
+    @Test
+    void withoutLogsTheReadAnswersNothing() {
+        Channel c = greeted(0);
+        long state = c.call(Requests.ivc_link_create(new byte[0], 0)).out(0);
+        assertEquals(0, backend.count);
+        assertEquals(new Log("", 0, 0f), read(c, state, 0, 100));
+    }
+}
