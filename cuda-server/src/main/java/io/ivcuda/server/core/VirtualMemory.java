@@ -1,5 +1,6 @@
 package io.ivcuda.server.core;
 
+import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.gen.HandleKinds;
@@ -101,7 +102,7 @@ public final class VirtualMemory {
     }
 
     private static String atLimit(Vm vm) {
-        return "the process holds limit.allocations.process " + vm.limits().allocationsPerProcess()
+        return "the process holds " + ServerKeys.LIMIT_ALLOCATIONS_PROCESS.name() + " " + vm.limits().allocationsPerProcess()
                 + " reservations, allocations and mappings";
     }
 
