@@ -3,6 +3,7 @@ package io.ivcuda.server;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ivcuda.server.FakeGuest.Channel;
 import io.ivcuda.server.FakeGuest.Response;
@@ -187,7 +188,14 @@ class ArrayObjectsTest {
         // the process exits: both its arrays go, another process gets the room
         assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_process_exit()).result());
         Channel other = greeted(1, TOKEN + 1);
-        array(other, 16, 8, FLOAT, 1);
+        // the reclaim runs on its own thread: the room comes back when it has freed the arrays
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        Response first;
+        while ((first = other.call(Requests.ivc_array_create(16, 8, 0, FLOAT, 1, 0))).result() != CuResult.SUCCESS) {
+            assertEquals(CuResult.OUT_OF_MEMORY, first.result());
+            assertTrue(System.nanoTime() < deadline, "the exited process's arrays were not reclaimed within 10 s");
+            Thread.onSpinWait();
+        }
         array(other, 16, 8, FLOAT, 1);
         // an extent that cannot be counted
         assertEquals(CuResult.INVALID_VALUE,
