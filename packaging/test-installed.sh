@@ -249,7 +249,7 @@ jq -e "$domain.server | .processes == [$holder] and .channelsAttached == 1 and .
 ivshmem-provisioner status | tee "$work/status.txt"
 kill "$holder"; wait "$holder" 2>/dev/null || true
 grep -q "^DOMAIN  *STATE  *PROVISIONING  *SERVER  *PID " "$work/status.txt" || fail "status has no headers"
-grep -q "^ivcuda-ti-run  *running  *provisioned  *READY  *$server_pid  *plain  *64 MiB  *[0-9ms]*  *1 ($holder)  *1/[0-9]*  *8 MiB (no quota)  *-$" \
+grep -q "^ivcuda-ti-run  *running  *provisioned  *READY  *$server_pid  *plain  *64 MiB  *[0-9ms]*  *1 ($holder)  *1/[0-9]*  *8 MiB (no quota)  *100%  *[0-9]*  *0  .* *-$" \
     "$work/status.txt" || fail "status: the running domain"
 virsh -q -c "$URI" destroy ivcuda-ti-run
 wait_for 20 "the server of ivcuda-ti-run stops with it" server_gone "$uuid"
