@@ -94,6 +94,13 @@ $output"
     echo "refused as expected: $(grep -F "$expected" <<<"$output" | head -1)"
 }
 
+# A run that failed half-way leaves the packages installed; this test is about a first install.
+for package in ivcuda-guest ivcuda-host; do
+    if dpkg -s "$package" >/dev/null 2>&1; then
+        echo "note: $package is installed (an earlier run stopped half-way): purging it first"
+        dpkg --purge "$package" >/dev/null
+    fi
+done
 [ ! -e "$hook" ] && [ ! -L "$hook" ] || fail "$hook is already there; remove it first (this test installs the package's)"
 host_deb=$(ls packaging/out/ivcuda-host_*_*.deb)
 guest_deb=$(ls packaging/out/ivcuda-guest_*.deb)
