@@ -26,7 +26,8 @@ class ProtocolDocTest {
         String doc = Files.readString(Path.of(System.getProperty("protocol.doc", "../docs/protocol.md")));
         int start = doc.indexOf(section);
         assertTrue(start >= 0, "docs/protocol.md has a section " + section);
-        String body = doc.substring(start, doc.indexOf("\n## ", start + 1));
+        int end = doc.indexOf("\n## ", start + 1);
+        String body = doc.substring(start, end < 0 ? doc.length() : end);
         List<String> rows = new ArrayList<>();
         for (String line : body.split("\n")) {
             Matcher m = ROW.matcher(line);
@@ -50,6 +51,15 @@ class ProtocolDocTest {
     @Test
     void channelTableIsTheChannelLayout() throws Exception {
         assertEquals(fields(real().layout("channel")), table("## 3. Channel"));
+    }
+
+    @Test
+    void backEndTablesAreTheControlAndSlotLayouts() throws Exception {
+        List<String> rows = table("## 12. Back-end domains");
+        List<String> control = fields(real().layout("backend_control"));
+        List<String> slot = fields(real().layout("backend_slot"));
+        assertEquals(control, rows.subList(0, Math.min(control.size(), rows.size())));
+        assertEquals(slot, rows.subList(Math.min(control.size(), rows.size()), rows.size()));
     }
 
     @Test

@@ -21,7 +21,12 @@ final class HeaderWriter {
     /** A fresh header in state INIT: nothing a previous server or guest left is trusted, but the epoch goes on. */
     void init(Layout layout, int ownerTimeoutMs, int doorbellVectors) {
         int previousEpoch = header.magic() == HeaderFlyweight.MAGIC ? header.epoch() : 0;
+        // A back-end's service slot carries the host's identity of the slot (docs/protocol.md §12): kept.
+        long tokenLo = header.slotTokenLo();
+        long tokenHi = header.slotTokenHi();
+        int slotIndex = header.slotIndex();
         header.buffer().setMemory(0, HeaderFlyweight.LENGTH, (byte) 0);
+        header.slotTokenLo(tokenLo).slotTokenHi(tokenHi).slotIndex(slotIndex);
         header.magic(HeaderFlyweight.MAGIC)
                 .protocolVersion(HeaderFlyweight.PROTOCOL_VERSION)
                 .headerSize(HeaderFlyweight.LENGTH)
