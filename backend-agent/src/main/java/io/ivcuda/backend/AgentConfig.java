@@ -6,7 +6,6 @@ import io.ivcuda.common.config.Settings;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
@@ -18,12 +17,7 @@ public record AgentConfig(Path sysfsRoot, Backend backend, List<String> serverCo
                           String serverUser, Path runDir, long pollMs, long stopTimeoutMs, long restartBackoffMaxMs) {
 
     public static AgentConfig load(List<Path> files, List<String> sets) throws IvcudaConfigException {
-        List<Settings.Layer> layers = new ArrayList<>();
-        layers.add(Settings.Layer.sets(sets));
-        for (Path file : files) {
-            layers.add(1, Settings.Layer.file(file, null));
-        }
-        Settings s = Settings.load(AgentKeys.ALL, layers);
+        Settings s = Settings.load(AgentKeys.ALL, Settings.Layer.commandLine(files, sets));
         String command = s.get(AgentKeys.SERVER_COMMAND);
         List<String> words = command.isBlank() ? defaultServerCommand(s)
                 : Arrays.stream(command.trim().split("\\s+")).toList();

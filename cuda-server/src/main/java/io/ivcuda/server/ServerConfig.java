@@ -10,7 +10,6 @@ import io.ivcuda.common.config.Settings;
 import io.ivcuda.server.core.Limits;
 import io.ivcuda.server.integrity.IntegrityConfig;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -39,12 +38,7 @@ public record ServerConfig(Path regionPath, long regionSize, RegionKind regionKi
 
     /** {@code files} in order (later ones win), then {@code sets} ({@code KEY=VALUE}, win over all). */
     public static ServerConfig load(List<Path> files, List<String> sets) throws IvcudaConfigException {
-        List<Settings.Layer> layers = new ArrayList<>();
-        layers.add(Settings.Layer.sets(sets));
-        for (Path file : files) {
-            layers.add(1, Settings.Layer.file(file, null));
-        }
-        Settings s = Settings.load(ServerKeys.ALL, layers);
+        Settings s = Settings.load(ServerKeys.ALL, Settings.Layer.commandLine(files, sets));
         Path regionPath = s.get(ServerKeys.REGION_PATH);
         if (regionPath == null) {
             throw new IvcudaConfigException(ServerKeys.REGION_PATH.name() + ": required (set it in a --config file or with --set)");
