@@ -184,6 +184,12 @@ public final class Reconciler {
                     : new Decision(Action.REMOVED, "the ivcuda element is gone, so " + current.describe() + " was removed",
                             DeviceChange.REMOVE, null, null);
         }
+        if (element.backendRole() || element.frontEnd()) {
+            // The element reads them (issue 16); placing their devices is the next step, until then nothing half-done.
+            String why = "back-end and front-end domains are not provisioned by this version yet";
+            return new Decision(Action.INVALID, "domain '" + s.name + "': " + why + "; the domain was left as it was",
+                    DeviceChange.KEEP, null, DescriptionNote.error(why));
+        }
         VmSettings settings;
         try {
             settings = VmSettings.resolve(element, host, s.name);
