@@ -72,9 +72,11 @@ public final class ControlRegion implements AutoCloseable {
      * sets every slot's agent fields to IDLE (the back-end's agent starts with no server), and keeps slot
      * {@code k} ASSIGNED (state, generation, front-end fields) only when {@code keepAssigned[k]}: the ledger
      * gives it to the front-end its fields name, which may be running. Every other slot becomes FREE, with
-     * its host fields cleared. Ends with host_generation + 1, so an agent that was already polling rereads.
+     * its host fields cleared. {@code device} (which of the back-end's GPUs serves its front-ends, from its
+     * element) goes into every slot: a front-end's hook does not know the back-end's element. Ends with
+     * host_generation + 1, so an agent that was already polling rereads.
      */
-    public void format(String backendUuid, int slotCount, Token[] tokens, boolean[] keepAssigned) {
+    public void format(String backendUuid, int slotCount, String device, Token[] tokens, boolean[] keepAssigned) {
         header.magic(BackendControlFlyweight.BACKEND_MAGIC)
                 .controlVersion(BackendControlFlyweight.BACKEND_CONTROL_VERSION)
                 .slotCount(slotCount)
@@ -91,6 +93,7 @@ public final class ControlRegion implements AutoCloseable {
                 slot.stateVolatile(BackendSlotFlyweight.SLOT_FREE);
                 slot.regionSize(0).quotaBytes(0).computeShare(0).frontendUuid("").frontendName("").device("");
             }
+            slot.device(k < slotCount ? device : "");
             Token token = k < slotCount ? tokens[k] : new Token(0, 0);
             slot.tokenLo(token.lo).tokenHi(token.hi);
             slot.servedGenerationVolatile(0);
@@ -100,7 +103,7 @@ public final class ControlRegion implements AutoCloseable {
         header.addHostGenerationRelease(1);
     }
 
-    /** What a front-end's server needs to know, as the host writes it into its slot. */
+    /** What a front-end's server needs to know, as the host writes it into its slot; a null device keeps the back-end's. */
     public record Assignment(String frontendUuid, String frontendName, long quotaBytes, int computeShare, String device,
                              long regionSize) {
     }
@@ -113,7 +116,10 @@ public final class ControlRegion implements AutoCloseable {
     public void assign(int k, Assignment a) {
         BackendSlotFlyweight slot = slot(k);
         slot.frontendUuid(a.frontendUuid).frontendName(a.frontendName).quotaBytes(a.quotaBytes)
-                .computeShare(a.computeShare).device(a.device).regionSize(a.regionSize);
+                .computeShare(a.computeShare).regionSize(a.regionSize);
+        if (a.device != null) {
+            slot.device(a.device);
+        }
         slot.stateRelease(BackendSlotFlyweight.SLOT_ASSIGNED);
         slot.generationRelease(slot.generationVolatile() + 1);
         header.addHostGenerationRelease(1);

@@ -51,7 +51,7 @@ class ControlRegionTest {
             c.slot(1).serverStateVolatile(BackendSlotFlyweight.SERVED_SERVING);
             c.slot(1).servedGenerationVolatile(5);
             c.header().agentHeartbeatVolatile(77);
-            c.format(B, 4, tokens(4), new boolean[GpuElement.MAX_SLOTS]);
+            c.format(B, 4, "0", tokens(4), new boolean[GpuElement.MAX_SLOTS]);
             BackendControlFlyweight h = c.header();
             assertEquals(BackendControlFlyweight.BACKEND_MAGIC, h.magic());
             assertEquals(1, h.controlVersion());
@@ -72,12 +72,12 @@ class ControlRegionTest {
     @Test
     void formatKeepsOnlyTheAssignmentsItIsTold() throws Exception {
         try (ControlRegion c = ControlRegion.open(file("c", BackendPaths.CONTROL_SIZE))) {
-            c.format(B, 4, tokens(4), new boolean[GpuElement.MAX_SLOTS]);
+            c.format(B, 4, "0", tokens(4), new boolean[GpuElement.MAX_SLOTS]);
             c.assign(0, new ControlRegion.Assignment(F, "f0", 4L << 30, 50, "0", 256L << 20));
             c.assign(2, new ControlRegion.Assignment(F, "f2", 0, 0, "0", 256L << 20));
             boolean[] keep = new boolean[GpuElement.MAX_SLOTS];
             keep[0] = true;
-            c.format(B, 4, tokens(4), keep);
+            c.format(B, 4, "0", tokens(4), keep);
             assertEquals(BackendSlotFlyweight.SLOT_ASSIGNED, c.slot(0).state());
             assertEquals("f0", c.slot(0).frontendName());
             assertEquals(4L << 30, c.slot(0).quotaBytes());
@@ -89,7 +89,7 @@ class ControlRegionTest {
     @Test
     void assignAndFreeMoveTheGenerations() throws Exception {
         try (ControlRegion c = ControlRegion.open(file("c", BackendPaths.CONTROL_SIZE))) {
-            c.format(B, 2, tokens(2), new boolean[GpuElement.MAX_SLOTS]);
+            c.format(B, 2, "GPU-be", tokens(2), new boolean[GpuElement.MAX_SLOTS]);
             c.assign(1, new ControlRegion.Assignment(F, "front", 1L << 30, 25, "GPU-x", 64L << 20));
             BackendSlotFlyweight s = c.slot(1);
             assertEquals(BackendSlotFlyweight.SLOT_ASSIGNED, s.state());
@@ -109,7 +109,7 @@ class ControlRegionTest {
     @Test
     void awaitIdleEndsOnIdleOnAStillHeartbeatOrAfterTheBound() throws Exception {
         try (ControlRegion c = ControlRegion.open(file("c", BackendPaths.CONTROL_SIZE))) {
-            c.format(B, 2, tokens(2), new boolean[GpuElement.MAX_SLOTS]);
+            c.format(B, 2, "GPU-be", tokens(2), new boolean[GpuElement.MAX_SLOTS]);
             AtomicLong clock = new AtomicLong();
             assertEquals(ControlRegion.Wait.IDLE, c.awaitIdle(0, 10_000, 50, 2_000, clock::get, clock::addAndGet));
 
@@ -147,7 +147,7 @@ class ControlRegionTest {
     @Test
     void viewMakesTheAgentsWordsPrintable() throws Exception {
         try (ControlRegion c = ControlRegion.open(file("c", BackendPaths.CONTROL_SIZE))) {
-            c.format(B, 2, tokens(2), new boolean[GpuElement.MAX_SLOTS]);
+            c.format(B, 2, "GPU-be", tokens(2), new boolean[GpuElement.MAX_SLOTS]);
             c.slot(1).serverMessage("bad\u0007news").serverPid(42).serverStateVolatile(BackendSlotFlyweight.SERVED_FAILED);
             ControlRegion.View v = c.view(2);
             assertTrue(v.formatted());
