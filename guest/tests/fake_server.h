@@ -67,6 +67,11 @@ struct fake_state {
     uint64_t link_options[32];
     atomic_uint link_option_pairs;
     char link_log[2][128];
+    /* the last ivc_module_load / ivc_library_load's (option, value) pairs, and the logs
+     * ivc_jit_log_read answers for link state 0 (the channel's last load) */
+    uint64_t load_options[32];
+    atomic_uint load_option_pairs;
+    char load_log[2][128];
     atomic_ullong current_context;  /* cuCtxSetCurrent's last context (0: the primary context's) */
 };
 

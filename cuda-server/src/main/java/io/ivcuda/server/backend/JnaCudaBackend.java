@@ -1813,4 +1813,13 @@ public final class JnaCudaBackend implements CudaBackend {
         o.value = UnsafeApi.getInt(s(o, 0));
         return r;
     }
+
+    // ---- JIT logs of module loads (issue 12) ----
+
+    @Override
+    public int moduleLoadDataEx(Out o, long image, int count, long options, long values) {
+        int r = cuModuleLoadDataEx(s(o, 0), image, count, count == 0 ? 0 : options, count == 0 ? 0 : values);
+        o.handle = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
 }
