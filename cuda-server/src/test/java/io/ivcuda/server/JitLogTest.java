@@ -52,10 +52,20 @@ class JitLogTest extends HostMemoryGuestCase {
 
         @Override
         public int linkComplete(Out o, long state) {
-            // as the driver: the logs into the buffers, the bytes filled and the time over the values
+            write("info    : 0 bytes gmem\n", "", 1.5f);
+            o.address = UnsafeApi.allocateMemory(8);
+            o.bytes = 8;
+            return CuResult.SUCCESS;
+        }
+
+        /**
+         * As the driver: each log's text (null: none written) into its buffer, the bytes filled into
+         * its size option, the time over CU_JIT_WALL_TIME's value.
+         */
+        private void write(String info, String error, float wall) {
             for (int i = 0; i < count; i++) {
                 int option = UnsafeApi.getInt(options + 4L * i);
-                String text = option == 3 ? "info    : 0 bytes gmem\n" : option == 5 ? "" : null;
+                String text = option == 3 ? info : option == 5 ? error : null;
                 if (text != null) {
                     long buffer = UnsafeApi.getLong(values + 8L * i);
                     byte[] b = text.getBytes(StandardCharsets.US_ASCII);
@@ -65,12 +75,9 @@ class JitLogTest extends HostMemoryGuestCase {
                     UnsafeApi.putByte(buffer + b.length, (byte) 0);
                     setFilled(option + 1, b.length + 1);
                 } else if (option == 2) {
-                    UnsafeApi.putLong(values + 8L * i, Float.floatToIntBits(1.5f) & 0xFFFF_FFFFL);
+                    UnsafeApi.putLong(values + 8L * i, Float.floatToIntBits(wall) & 0xFFFF_FFFFL);
                 }
             }
-            o.address = UnsafeApi.allocateMemory(8);
-            o.bytes = 8;
-            return CuResult.SUCCESS;
         }
 
         private void setFilled(int sizeOption, long filled) {
@@ -124,21 +131,7 @@ class JitLogTest extends HostMemoryGuestCase {
             for (int i = 0; i < count; i++) {
                 given.put(UnsafeApi.getInt(options + 4L * i), UnsafeApi.getLong(values + 8L * i));
             }
-            for (int i = 0; i < count; i++) {
-                int option = UnsafeApi.getInt(options + 4L * i);
-                String text = option == 3 ? infoText : option == 5 ? errorText : null;
-                if (text != null) {
-                    long buffer = UnsafeApi.getLong(values + 8L * i);
-                    byte[] b = text.getBytes(StandardCharsets.US_ASCII);
-                    for (int k = 0; k < b.length; k++) {
-                        UnsafeApi.putByte(buffer + k, b[k]);
-                    }
-                    UnsafeApi.putByte(buffer + b.length, (byte) 0);
-                    setFilled(option + 1, b.length + 1);
-                } else if (option == 2) {
-                    UnsafeApi.putLong(values + 8L * i, Float.floatToIntBits(0.75f) & 0xFFFF_FFFFL);
-                }
-            }
+            write(infoText, errorText, 0.75f);
             o.handle = 0xD100;
             return loadResult;
         }
