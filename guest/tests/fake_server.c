@@ -521,6 +521,10 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         atomic_store(&fake.output_read_pos, pos + (unsigned)n);
         return CUDA_SUCCESS;
     }
+    case IVC_OP_cuStreamEndCapture: /* the captured graph: the same handle every time */
+        r_u64(in);
+        w_u64(out, FAKE_CAPTURED_GRAPH);
+        return CUDA_SUCCESS;
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }
