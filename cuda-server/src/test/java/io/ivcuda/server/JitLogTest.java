@@ -217,12 +217,14 @@ class JitLogTest extends HostMemoryGuestCase {
     @Test
     void aModuleLoadsLogsComeBackFromTheChannelsLastLoad() {
         Channel c = greeted(0);
-        // info 100, error 50, the time, CU_JIT_MAX_REGISTERS 32: accepted and, for a module, not passed
-        Response loaded = moduleLoad(c, pairs(4, 100, 6, 50, 2, 0, 0, 32));
+        // info 100, error 50, the time, CU_JIT_LOG_VERBOSE 1 (passed on), CU_JIT_FTZ 1 (not a
+        // library's either: left out for a module, which always accepted every option)
+        Response loaded = moduleLoad(c, pairs(4, 100, 6, 50, 2, 0, 12, 1, 21, 1));
         assertEquals(CuResult.SUCCESS, loaded.result());
         assertEquals(true, backend.loadedEx);
-        assertEquals(5, backend.loadCount, "two logs (buffer and size each) and the time; the scalar dropped");
-        assertNull(backend.given.get(0), "a module's scalar options are not passed on");
+        assertEquals(6, backend.loadCount, "two logs (buffer and size each), the time and the verbose flag");
+        assertEquals(1L, backend.given.get(12), "a safe scalar option passes");
+        assertNull(backend.given.get(21), "another option is left out, not refused");
         assertEquals(100L, backend.given.get(4));
         assertNotNull(backend.given.get(5), "a buffer of the server's for the error log");
         assertEquals(new Log("module info", 12, 0.75f), read(c, 0, 0, 100));

@@ -71,12 +71,14 @@ public final class JitLogs {
     }
 
     /**
-     * As {@link #parse(DirectBuffer, int, int, long, int, LongPredicate)} for a module load, whose
-     * scalar options are accepted and not passed on (docs/kernels.md): only the logs and the time go
-     * to the driver.
+     * As {@link #parse(DirectBuffer, int, int, long, int, LongPredicate)} for a module load
+     * (cuModuleLoadDataEx), which always accepted every option: the ones the server passes on
+     * ({@code safe}) go to the driver with the logs and the time, the others are left out, not
+     * refused (docs/kernels.md).
      */
-    public static Object parseLogsOnly(DirectBuffer in, int index, int length, long size, int max) {
-        return parse(in, index, length, size, max, option -> false, true);
+    public static Object parseDroppingOthers(DirectBuffer in, int index, int length, long size, int max,
+                                             LongPredicate safe) {
+        return parse(in, index, length, size, max, safe, true);
     }
 
     private static Object parse(DirectBuffer in, int index, int length, long size, int max, LongPredicate safe,

@@ -27,9 +27,10 @@ final class ModuleHandler implements ModuleCalls {
     public int ivc_module_load(Reply r, DirectBuffer in, long imageHash, long imageSize, int sendImage,
                                int jitOptionsIndex, int jitOptionsLength, long jitOptionsSize) {
         // the options are read (once) before the image moves, which follows whatever they hold; the
-        // scalar ones are accepted and not passed on, the logs and the time go to the driver
-        Object parsed = JitLogs.parseLogsOnly(in, jitOptionsIndex, jitOptionsLength, jitOptionsSize,
-                LibraryHandler.MAX_JIT_OPTIONS);
+        // ones the server passes on go to the driver with the logs and the time (CU_JIT_LOG_VERBOSE
+        // makes the info log), the others are left out as they always were for modules
+        Object parsed = JitLogs.parseDroppingOthers(in, jitOptionsIndex, jitOptionsLength, jitOptionsSize,
+                LibraryHandler.MAX_JIT_OPTIONS, LibraryHandler::safeJitOption);
         if (parsed instanceof String bad) {
             session.warn("jitOptions", bad, CuResult.INVALID_VALUE);
             return sendImage != 0 && !session.chunks.discard(imageSize) ? CuResult.DEVICE_UNAVAILABLE
