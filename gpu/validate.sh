@@ -154,6 +154,7 @@ fi
     echo "| mode | $([ "$DRY_RUN" = 1 ] && echo "dry run: no GPU; the native column is the CPU mock of libcuda (gpu/tools/mock_libcuda.c), which checks only the programs' own logic" || echo "native vs ivcuda") |"
     echo "| guest library | ${GUEST_LIB_DIR:-not built}/libcuda.so.1 |"
     echo "| region | $REGION_PATH, $REGION_SIZE bytes |"
+    echo "| served by | $([ "$IVCUDA_VIA" = backend ] && echo "a back-end domain stood in on this host (gpu/backend_standin.sh: the hook, ivcuda-backend-agent and its slot server)" || echo "a cuda-server on this host") |"
     echo "| server mode | $IVCUDA_MODE$([ "$IVCUDA_MODE" = doorbell ] && echo ": each ivcuda run under bench/idle/qemu_peer.py (doorbell rings and interrupt eventfds), a server per run") |"
     echo
     echo "Outputs are compared without their \`time:\` and \`info:\` lines."
