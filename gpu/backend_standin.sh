@@ -93,6 +93,11 @@ standin_start() {
     return 1
 }
 
+standin_slot_servers() {
+    local agent
+    for agent in $(pgrep -P "$STANDIN_AGENT_PID"); do pgrep -P "$agent"; done
+}
+
 # standin_stop: the front-end released (the agent stops the slot's server), the back-end released,
 # the agent stopped, the regions removed.
 standin_stop() {
@@ -102,12 +107,13 @@ standin_stop() {
     standin_hook standin-frontend release end <"$STANDIN_DIR/frontend.xml" \
         || log "back-end stand-in: the front-end's release failed (logs/standin-hook.log)"
     if [ -n "$STANDIN_AGENT_PID" ]; then
-        # the agent stops the freed slot's server within its poll and the server's stop timeout
-        for _ in $(seq 1 60); do
-            pgrep -P "$STANDIN_AGENT_PID" >/dev/null || break
+        # the agent stops the freed slot's server within its poll and the server's stop timeout; the
+        # server is the agent's child, the agent `timeout`'s
+        for _ in $(seq 1 100); do
+            standin_slot_servers | grep -q . || break
             sleep 0.1
         done
-        pgrep -P "$STANDIN_AGENT_PID" >/dev/null && log "back-end stand-in: the slot's server still ran 6 s after the release"
+        standin_slot_servers | grep -q . && log "back-end stand-in: the slot's server still ran 10 s after the release"
         kill -TERM "$STANDIN_AGENT_PID" 2>/dev/null
         wait "$STANDIN_AGENT_PID" 2>/dev/null
         log "back-end stand-in: agent stopped, exit status $?"
