@@ -1,0 +1,28 @@
+# --before script of the back-end test guest (vm/build-backend-guest.sh), sourced by /init
+# (busybox sh) after the ivshmem devices are enabled: starts the back-end agent in the
+# background and returns, so that /init goes on to vm/backend-hold.sh. The agent's output goes
+# to the serial console line by line, prefixed, where the host-side test reads it.
+# shellcheck shell=sh
+# shellcheck source=/dev/null
+. /etc/ivcuda-backend.env
+# JNA unpacks its native library under the home directory; the JVM wants a writable temp dir
+export HOME=/root
+mkdir -p /root /run/ivcuda /var/log/ivcuda
+# the JVM's logging asks for the host's name and address: a name of our own, resolved from
+# /etc/hosts (no DNS in the guest; otherwise a stack trace and seconds of waiting)
+hostname ivcuda-backend
+echo "127.0.0.1 localhost ivcuda-backend" >/etc/hosts
+echo "hosts: files" >/etc/nsswitch.conf
+# the servers the agent starts use the same runtime and options (the agent's own configuration
+# names the server command; these variables are what it may use)
+export IVCUDA_JAVA IVCUDA_JAVA_OPTS IVCUDA_SERVER_JAR
+echo "ivcuda back-end: $(sed -n 's/^MemTotal: *//p' /proc/meminfo) memory," \
+    "$(cat /sys/bus/pci/devices/*/device | grep -c 0x1110) ivshmem device(s)"
+(
+    # shellcheck disable=SC2086 # the options and arguments are word lists on purpose
+    "$IVCUDA_JAVA" $IVCUDA_JAVA_OPTS -jar "$IVCUDA_AGENT_JAR" $IVCUDA_AGENT_ARGS 2>&1 &
+    echo "$!" >/run/ivcuda/agent.pid
+    echo "IVCUDA-AGENT-STARTED pid=$!" >/dev/console
+    wait "$!"
+    echo "IVCUDA-AGENT-EXITED rc=$?" >/dev/console
+) | while IFS= read -r line; do echo "IVCUDA-AGENT: $line"; done &
