@@ -12,7 +12,6 @@
 
 #include "cache.h"
 #include "call.h"
-#include "device_output.h"
 #include "ivc_api.h"
 #include "log.h"
 #include "wait.h"
@@ -123,6 +122,23 @@ static int response_arrived(struct ivc_channel *ch, void *argument)
     return ivc_load64(ch->base + IVC_CH_RESP_SEQ) == call->seq;
 }
 
+static void no_output_reader(struct ivc_call *call)
+{
+    (void)call;
+}
+
+static _Atomic(ivc_output_pending_fn) output_reader = no_output_reader;
+
+void ivc_call_on_output_pending(ivc_output_pending_fn fn)
+{
+    atomic_store(&output_reader, fn);
+}
+
+static void deliver_output(struct ivc_call *call)
+{
+    atomic_load(&output_reader)(call);
+}
+
 CUresult ivc_await(struct ivc_call *call)
 {
     struct ivc_channel *ch = call->channel;
@@ -140,7 +156,7 @@ CUresult ivc_await(struct ivc_call *call)
     call->response = ch->response + IVC_MSG_HEADER;
     call->response_length = length;
     if (call->opcode != IVC_OP_ivc_device_output_read && ivc_read32(ch->base + IVC_CH_OUTPUT_PENDING) != 0)
-        ivc_device_output_deliver(call); /* before the call returns, as natively */
+        deliver_output(call); /* before the call returns, as natively */
     ivc_trace("%s -> %d (channel %u, seq %" PRIu64 ")", call->name, result, ch->index, seq);
     if (call->opcode == IVC_OP_cuInit && result == CUDA_SUCCESS)
         atomic_store_explicit(&ivc_cuinit_succeeded, 1, memory_order_release);

@@ -19,6 +19,12 @@ static inline int ivc_call_initialized(void)
     return atomic_load_explicit(&ivc_cuinit_succeeded, memory_order_acquire);
 }
 
+/* What runs when a response arrives with the channel's output_pending set (§3): the device
+ * output unit (device_output.c) registers itself at load, so the call path does not name the
+ * feature above it. It keeps `call`'s response decodable as if nothing happened. */
+typedef void (*ivc_output_pending_fn)(struct ivc_call *call);
+void ivc_call_on_output_pending(ivc_output_pending_fn fn);
+
 /* Starts a call on a channel the caller holds: the payload goes into its request area,
  * after the 16-byte message header (§4). */
 static inline void ivc_call_on(struct ivc_call *call, struct ivc_channel *channel, uint32_t opcode, const char *name)

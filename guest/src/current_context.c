@@ -21,7 +21,7 @@
 static atomic_uint epoch = 1;
 
 static _Thread_local struct {
-    const void *channel; /* NULL: nothing remembered */
+    unsigned long claim; /* the thread's channel claim it was learnt on (session.c); 0: nothing */
     unsigned epoch;
     CUcontext context;
 } remembered;
@@ -35,14 +35,14 @@ void ivc_current_context_changed_anywhere(void)
     atomic_fetch_add(&epoch, 1);
 }
 
-void ivc_current_context_forget_thread(void)
+static void forget(void)
 {
-    remembered.channel = NULL;
+    remembered.claim = 0;
 }
 
 static void learn(CUcontext context)
 {
-    remembered.channel = ivc_session_thread_channel();
+    remembered.claim = ivc_session_thread_claim();
     remembered.epoch = epoch_before_call;
     remembered.context = context;
 }
@@ -50,8 +50,8 @@ static void learn(CUcontext context)
 /* 1 and the context when this thread's remembered answer still holds. */
 static int recall(CUcontext *context)
 {
-    const void *channel = ivc_session_thread_channel();
-    if (channel == NULL || remembered.channel != channel || remembered.epoch != atomic_load(&epoch))
+    unsigned long claim = ivc_session_thread_claim();
+    if (claim == 0 || remembered.claim != claim || remembered.epoch != atomic_load(&epoch))
         return 0;
     *context = remembered.context;
     return 1;
@@ -115,7 +115,7 @@ CUresult ivc_hook_after_cuCtxSetCurrent(CUresult result, CUcontext ctx)
     if (result == CUDA_SUCCESS)
         learn(ctx);
     else
-        ivc_current_context_forget_thread();
+        forget();
     return result;
 }
 
@@ -130,7 +130,7 @@ CUresult ivc_hook_after_cuCtxPushCurrent_v2(CUresult result, CUcontext ctx)
     if (result == CUDA_SUCCESS)
         learn(ctx);
     else
-        ivc_current_context_forget_thread();
+        forget();
     return result;
 }
 
@@ -143,7 +143,7 @@ void ivc_hook_before_cuCtxPopCurrent_v2(CUcontext *pctx)
 CUresult ivc_hook_after_cuCtxPopCurrent_v2(CUresult result, CUcontext *pctx)
 {
     (void)pctx;
-    ivc_current_context_forget_thread();
+    forget();
     return result;
 }
 
@@ -163,6 +163,6 @@ CUresult ivc_hook_after_cuCtxCreate_v2(CUresult result, CUcontext *pctx, unsigne
     if (result == CUDA_SUCCESS)
         learn(*pctx);
     else
-        ivc_current_context_forget_thread();
+        forget();
     return result;
 }

@@ -6,7 +6,4 @@
  * thread's remembered current context may now be wrong; each asks the server again. */
 void ivc_current_context_changed_anywhere(void);
 
-/* This thread starts on a channel whose server side has nothing current. */
-void ivc_current_context_forget_thread(void);
-
 #endif

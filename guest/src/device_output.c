@@ -87,3 +87,8 @@ void ivc_device_output_deliver(struct ivc_call *call)
             return; /* nothing came: the flag alone does not keep us here */
     }
 }
+
+__attribute__((constructor)) static void register_output_reader(void)
+{
+    ivc_call_on_output_pending(ivc_device_output_deliver);
+}

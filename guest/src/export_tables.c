@@ -114,7 +114,7 @@ static void build(void)
 }
 
 /* Tables are described in the order of their words: checked once, here, not at run time. */
-static int words_fit(void)
+int ivc_export_tables_fit(void)
 {
     for (unsigned t = 0; t < TABLE_COUNT; t++)
         if ((tables[t].size_word != 0) + tables[t].slots > MAX_WORDS
@@ -139,29 +139,3 @@ const void *ivc_export_table(const unsigned char uuid[16], CUresult *answer, con
     *answer = IVC_EXPORT_TABLE_UNKNOWN;
     return NULL;
 }
-
-IVC_EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
-{
-    static atomic_int unknown_logged_once;
-    if (ppExportTable == NULL || pExportTableId == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    *ppExportTable = NULL;
-    unsigned char uuid[16];
-    memcpy(uuid, pExportTableId->bytes, 16);
-    char hex[33];
-    for (int i = 0; i < 16; i++)
-        snprintf(hex + 2 * i, 3, "%02x", uuid[i]);
-    if (!words_fit()) {
-        ivc_log("cuGetExportTable: export_tables.inc describes a table whose size word and slots disagree");
-        return CUDA_ERROR_NOT_SUPPORTED;
-    }
-    CUresult answer;
-    const char *name;
-    const void *table = ivc_export_table(uuid, &answer, &name);
-    if (name == NULL && atomic_exchange(&unknown_logged_once, 1) == 0)
-        ivc_log("cuGetExportTable(%s): an export table this library does not know (CUresult %d)", hex, answer);
-    ivc_trace("cuGetExportTable(%s) %s -> %d", hex, name ? name : "unknown", answer);
-    *ppExportTable = table ? ivc_integrity_placed(uuid, table) : NULL;
-    return answer;
-}
-IVC_ALIASES_cuGetExportTable

@@ -10,6 +10,9 @@
 /* What cuGetExportTable answers for a UUID it does not know (docs/export-tables.md, question 1). */
 #define IVC_EXPORT_TABLE_UNKNOWN CUDA_ERROR_INVALID_VALUE
 
+/* Whether export_tables.inc's rows agree with themselves (size words and slots), checked once. */
+int ivc_export_tables_fit(void);
+
 /* The table's words for a UUID, with the answer and the table's name (NULL: unknown UUID). */
 const void *ivc_export_table(const unsigned char uuid[16], CUresult *answer, const char **name);
 

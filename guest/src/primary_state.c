@@ -34,7 +34,7 @@ void ivc_primary_state_changed(void)
 
 CUresult ivc_local_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags, int *active)
 {
-    if (dev < 0 || dev >= DEVICES || ivc_session_thread_channel() == NULL)
+    if (dev < 0 || dev >= DEVICES || ivc_session_thread_claim() == 0)
         return IVC_NOT_LOCAL;
     struct remembered *r = &devices[dev];
     unsigned now = atomic_load(&epoch);

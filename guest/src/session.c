@@ -14,11 +14,12 @@
 #include "ivc_api.h"
 #include "log.h"
 #include "session.h"
-#include "current_context.h"
 
 #define LIBRARY_VERSION "ivcuda-guest 0.1.0"
 
 static _Thread_local struct ivc_channel *thread_channel;
+/* how many channels this thread has claimed: a new claim is a new server-side session */
+static _Thread_local unsigned long thread_claims;
 /* Its destructor says goodbye for a thread that exits holding a channel. */
 static pthread_key_t thread_key;
 static int key_created;
@@ -137,7 +138,7 @@ static CUresult claim_for_thread(struct ivc_channel **out)
     }
     thread_channel = ch;
     pthread_setspecific(thread_key, ch);
-    ivc_current_context_forget_thread(); /* the server side of a new channel has nothing current */
+    thread_claims++; /* the server side of a new channel has nothing current */
     *out = ch;
     return CUDA_SUCCESS;
 }
@@ -177,10 +178,10 @@ CUresult ivc_begin(struct ivc_call *call, uint32_t opcode, const char *name)
     return CUDA_SUCCESS;
 }
 
-const void *ivc_session_thread_channel(void)
+unsigned long ivc_session_thread_claim(void)
 {
     struct ivc_channel *ch = thread_channel;
-    return ch != NULL && ch->in_use && !ch->broken ? ch : NULL;
+    return ch != NULL && ch->in_use && !ch->broken ? thread_claims : 0;
 }
 
 void ivc_session_forget_process(void)

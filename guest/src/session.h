@@ -6,8 +6,9 @@
 /* In a forked child: the forking thread's channel is the parent's, not its own. */
 void ivc_session_forget_process(void);
 
-/* This thread's channel while calls can go through it, else NULL: what an answer the guest
- * remembered for the thread is tied to (current_context.c). */
-const void *ivc_session_thread_channel(void);
+/* Which of this thread's channel claims calls go through now (1, 2, ... : each claim is a new
+ * session on the server's side), 0 while the thread has no usable channel: what an answer the
+ * guest remembered for the thread is tied to (current_context.c, primary_state.c). */
+unsigned long ivc_session_thread_claim(void);
 
 #endif

@@ -189,11 +189,11 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         fake.last_hello_pid = (unsigned)pid;
         int refuse = atomic_load(&fake.refuse_hello);
         const char *message = refuse ? "fake server: api hash mismatch" : "fake server";
-        w_u64(out, 1);
+        w_u64(out, IVC_PROTOCOL_VERSION);
         w_u64(out, refuse ? hash ^ 1 : IVC_API_HASH);
         w_u64(out, 13000);
         w_buf(out, message, strlen(message) < capacity ? strlen(message) : capacity);
-        return refuse || protocol != 1 || hash != IVC_API_HASH ? CUDA_ERROR_NOT_INITIALIZED : CUDA_SUCCESS;
+        return refuse || protocol != IVC_PROTOCOL_VERSION || hash != IVC_API_HASH ? CUDA_ERROR_NOT_INITIALIZED : CUDA_SUCCESS;
     }
     case IVC_OP_ivc_goodbye:
     case IVC_OP_ivc_process_exit:

@@ -41,7 +41,10 @@ static void test_header_checks(void)
     fake_write_header(image, FAKE_REGION_SIZE);
     CHECK(ivc_region_check(image, FAKE_REGION_SIZE, message, sizeof message));
     expect_field("magic", IVC_HDR_MAGIC, 8, 0x1234);
-    expect_field("protocol_version 2, this library speaks 1", IVC_HDR_PROTOCOL_VERSION, 4, 2);
+    char version_mismatch[64];
+    snprintf(version_mismatch, sizeof version_mismatch, "protocol_version %u, this library speaks %u",
+             IVC_PROTOCOL_VERSION + 1, IVC_PROTOCOL_VERSION);
+    expect_field(version_mismatch, IVC_HDR_PROTOCOL_VERSION, 4, IVC_PROTOCOL_VERSION + 1);
     expect_field("api_hash", IVC_HDR_API_HASH, 8, IVC_API_HASH ^ 1);
     expect_field("header_size", IVC_HDR_HEADER_SIZE, 4, 8192);
     expect_field("region_size", IVC_HDR_REGION_SIZE, 8, FAKE_REGION_SIZE * 2);
@@ -118,7 +121,7 @@ static void test_discovery(void)
     ivc_region_close(&region);
 
     /* a mismatch: cuInit's error */
-    ivc_write32(image + IVC_HDR_PROTOCOL_VERSION, 2);
+    ivc_write32(image + IVC_HDR_PROTOCOL_VERSION, IVC_PROTOCOL_VERSION + 1);
     write_file(path, image, FAKE_REGION_SIZE);
     CHECK(ivc_region_open(&region) == CUDA_ERROR_NOT_INITIALIZED);
     setenv("IVCUDA_REGION", "/nonexistent/ivcuda", 1);

@@ -8,7 +8,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.TreeMap;
@@ -24,16 +23,6 @@ public final class HostConfig {
     public static final Path DEFAULT_PATH = Path.of("/etc/ivcuda/ivcuda.properties");
     /** Environment variable that points hook and provisioner at another host configuration (tests, CI). */
     public static final String ENV_CONFIG = "IVCUDA_CONFIG";
-
-    /** How the hook starts a server ({@code server.launch}). */
-    public enum Launch {
-        AUTO, SYSTEMD, DIRECT;
-
-        /** The word of {@code server.launch}. */
-        public String word() {
-            return name().toLowerCase(Locale.ROOT);
-        }
-    }
 
     /** One configured GPU: its index, optional UUID and optional memory capacity for quota placement. */
     public record Gpu(int index, String uuid, OptionalLong capacity) {
@@ -204,7 +193,7 @@ public final class HostConfig {
         return settings.get(HostKeys.SERVER_USER);
     }
 
-    public Launch serverLaunch() {
+    public ServerLaunch serverLaunch() {
         return settings.get(HostKeys.SERVER_LAUNCH);
     }
 

@@ -1,6 +1,6 @@
 package io.ivcuda.common.config;
 
-import io.ivcuda.common.HostConfig;
+import io.ivcuda.common.ServerLaunch;
 import io.ivcuda.common.Mode;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
@@ -42,8 +42,8 @@ public final class HostKeys {
             "group of the region file (RHEL/Fedora: `qemu`)");
     public static final ConfigKey<String> SERVER_USER = ConfigKey.of("server.user", KeyType.TEXT, "ivcuda",
             "the server's user, owner of the region file");
-    public static final ConfigKey<HostConfig.Launch> SERVER_LAUNCH = ConfigKey.of("server.launch",
-            KeyType.words(HostConfig.Launch.class, HostConfig.Launch::word), HostConfig.Launch.AUTO,
+    public static final ConfigKey<ServerLaunch> SERVER_LAUNCH = ConfigKey.of("server.launch",
+            KeyType.words(ServerLaunch.class, ServerLaunch::word), ServerLaunch.AUTO,
             "`auto` (systemd when `/run/systemd/system` exists), `systemd` (`ivcuda-server@UUID.service`) or `direct` "
                     + "(a detached process)");
     public static final ConfigKey<String> SERVER_COMMAND = ConfigKey.of("server.command", KeyType.TEXT, "/usr/bin/ivcuda-server",
