@@ -13,14 +13,15 @@ mkdir -p /root /run/ivcuda /var/log/ivcuda
 hostname ivcuda-backend
 echo "127.0.0.1 localhost ivcuda-backend" >/etc/hosts
 echo "hosts: files" >/etc/nsswitch.conf
-# the servers the agent starts use the same runtime and options (the agent's own configuration
-# names the server command; these variables are what it may use)
-export IVCUDA_JAVA IVCUDA_JAVA_OPTS IVCUDA_SERVER_JAR
+# the agent's default server command is its own JVM with cuda-server.jar: JAVA_TOOL_OPTIONS
+# gives the agent and every server the same small-heap options
+JAVA_TOOL_OPTIONS=$IVCUDA_JAVA_OPTS
+export JAVA_TOOL_OPTIONS
 echo "ivcuda back-end: $(sed -n 's/^MemTotal: *//p' /proc/meminfo) memory," \
     "$(cat /sys/bus/pci/devices/*/device | grep -c 0x1110) ivshmem device(s)"
 (
     # shellcheck disable=SC2086 # the options and arguments are word lists on purpose
-    "$IVCUDA_JAVA" $IVCUDA_JAVA_OPTS -jar "$IVCUDA_AGENT_JAR" $IVCUDA_AGENT_ARGS 2>&1 &
+    "$IVCUDA_JAVA" -jar "$IVCUDA_AGENT_JAR" $IVCUDA_AGENT_ARGS 2>&1 &
     echo "$!" >/run/ivcuda/agent.pid
     echo "IVCUDA-AGENT-STARTED pid=$!" >/dev/console
     wait "$!"

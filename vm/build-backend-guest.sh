@@ -11,14 +11,15 @@
 #                          lib/ beside it (what Maven's dependency plugin copies there)
 #   --agent-args ARGS      the agent's arguments in the guest (default: the host-memory backend,
 #                          the server command of this image; see DEFAULT_AGENT_ARGS)
-#   --java-opts OPTS       the JVM options of the agent and of the servers it starts
+#   --java-opts OPTS       the JVM options of the agent and of the servers it starts (through
+#                          JAVA_TOOL_OPTIONS, which every JVM of the guest reads)
 #   --before FILE          a script sourced before the agent starts (tests: extra variables)
 # Writes OUTDIR/vmlinuz and OUTDIR/initramfs.cpio.gz; keeps OUTDIR/jre (the jlink'd runtime) and
 # reuses it while the module list and this host's JDK are the same (jlink takes about a minute
 # on a loaded 2-core machine).
 #
-# Inside the guest: /opt/ivcuda/jre, /opt/ivcuda/server/cuda-server.jar (+ lib/),
-# /opt/ivcuda/agent/<agent jar> (+ lib/), /etc/ivcuda-backend.env (what vm/backend-before.sh runs).
+# Inside the guest: /opt/ivcuda/jre, /opt/ivcuda/backend/ with cuda-server.jar, the agent's jar and
+# one lib/ for both, /etc/ivcuda-backend.env (what vm/backend-before.sh runs).
 # Console lines, besides vm/build-guest.sh's:
 #   IVCUDA-AGENT: <line>              the agent's stdout and stderr, line by line
 #   IVCUDA-AGENT-STARTED pid=<n>      the agent's JVM was started (not yet initialised)
@@ -84,8 +85,7 @@ q() { printf "'%s'" "${1//\'/\'\\\'\'}"; } # single-quoted for busybox sh
     echo "# written by vm/build-backend-guest.sh; sourced by vm/backend-before.sh"
     echo "IVCUDA_JAVA=$(q /opt/ivcuda/jre/bin/java)"
     echo "IVCUDA_JAVA_OPTS=$(q "$java_opts")"
-    echo "IVCUDA_AGENT_JAR=$(q "/opt/ivcuda/agent/$agent_name")"
-    echo "IVCUDA_SERVER_JAR=$(q /opt/ivcuda/server/cuda-server.jar)"
+    echo "IVCUDA_AGENT_JAR=$(q "/opt/ivcuda/backend/$agent_name")"
     echo "IVCUDA_AGENT_ARGS=$(q "$agent_args")"
 } >"$work/backend.env"
 before=$work/before.sh
@@ -94,12 +94,16 @@ before=$work/before.sh
     cat "$here/backend-before.sh"
 } >"$before"
 
+# One folder, one lib/: the agent's default server command is its own JVM running the
+# cuda-server.jar beside its jar (as the ivcuda-backend packages lay them out).
+mkdir -p "$work/backend/lib"
+cp "$(dirname "$server_jar")"/lib/*.jar "$work/backend/lib/"
+cp "$(dirname "$agent_jar")"/lib/*.jar "$work/backend/lib/" # the same names are the same versions (one build)
+cp "$server_jar" "$work/backend/cuda-server.jar"
+[ "$agent_jar" -ef "$server_jar" ] || cp "$agent_jar" "$work/backend/$agent_name"
 "$here/build-guest.sh" \
     --files "$out/jre=/opt/ivcuda/jre" \
-    --files "$server_jar=/opt/ivcuda/server/cuda-server.jar" \
-    --files "$(dirname "$server_jar")/lib=/opt/ivcuda/server/lib" \
-    --files "$agent_jar=/opt/ivcuda/agent/$agent_name" \
-    --files "$(dirname "$agent_jar")/lib=/opt/ivcuda/agent/lib" \
+    --files "$work/backend=/opt/ivcuda/backend" \
     --files "$work/backend.env=/etc/ivcuda-backend.env" \
     --before "$before" \
     "$out" "$guest_lib" "$here/backend-hold.sh"
