@@ -32,7 +32,8 @@ public final class ChannelHandlers implements ChannelCalls {
                 new ArrayCopyHandler(session), new TextureHandler(session), new StreamQueryHandler(session),
                 new MemOpHandler(session), new HostFnHandler(session), new CaptureHandler(session),
                 new GraphHandler(session), new GraphNodeHandler(session),
-                new GraphBuildHandler(session, launch), new VmmHandler(session), new CreatedPoolHandler(session),
+                new GraphBuildHandler(session, launch), new StagedCopyHandler(session), new ConditionalNodeHandler(session),
+                new VmmHandler(session), new CreatedPoolHandler(session),
                 new NvmlHandler(session));
     }
 
