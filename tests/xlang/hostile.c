@@ -110,7 +110,7 @@ static int hello(struct channel *c, uint64_t api_hash)
 {
     uint8_t p[256];
     size_t off = 0;
-    put64(p, &off, 1);            /* protocolVersion */
+    put64(p, &off, IVC_PROTOCOL_VERSION); /* protocolVersion */
     put64(p, &off, api_hash);     /* apiHash */
     put64(p, &off, (uint64_t)getpid());
     put64(p, &off, (uint64_t)getpid());
