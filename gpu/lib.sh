@@ -21,6 +21,8 @@
 #                          interrupt eventfds; the server stops when that peer leaves, so
 #                          start_server comes before each run
 #   PROGRAM_TIMEOUT_S      per program run [120]
+#   IVCUDA_VIA             host (a cuda-server on this host) or backend (a back-end domain stood in
+#                          on this host: its hook, agent and slot server, gpu/backend_standin.sh) [host]
 #   IVCUDA_COMMIT          the commit to stamp when the tree has no git metadata
 #   LIBCUDA_LINK_DIR       a directory with a libcuda.so to link against [the toolkit's stubs]
 
@@ -33,11 +35,14 @@ GPU_ARCH=${GPU_ARCH:-sm_90}
 # The driver-API validation programs (gpu/programs/<name>.c), in the order they run: one list for
 # the host (gpu/validate.sh) and the VM (vm/gpu-vm.sh)
 GPU_PROGRAMS=(queries vector_add matmul streams_events pinned_async multi_context_threads kernel_path memory_objects
-              graphs_streams device_printf graph_nodes vmm_pools arrays_textures nvml_view)
+              graphs_streams device_printf graph_nodes vmm_pools arrays_textures nvml_view jit_logs)
 BUILD_DIR=${BUILD_DIR:-$(mktemp -d /tmp/ivcuda-gpu.XXXXXX)}
 REGION_PATH=${REGION_PATH:-/dev/shm/ivcuda-gpu-test}
 REGION_SIZE=${REGION_SIZE:-1073741824}
 IVCUDA_MODE=${IVCUDA_MODE:-plain}
+IVCUDA_VIA=${IVCUDA_VIA:-host}
+# shellcheck source=gpu/backend_standin.sh
+. "$REPO_ROOT/gpu/backend_standin.sh"
 DOORBELL_SOCKET=${BUILD_DIR}/doorbell.sock
 DOORBELL_VECTORS=32
 SERVER_JAR=${SERVER_JAR:-$REPO_ROOT/cuda-server/target/cuda-server.jar}
@@ -253,6 +258,10 @@ check_native_driver() {
 start_server() {
     local max_s=$1
     shift
+    if [ "$IVCUDA_VIA" = backend ]; then
+        standin_start "$max_s"
+        return
+    fi
     if [ ! -f "$SERVER_JAR" ]; then
         log "server: $SERVER_JAR missing"
         return 1
@@ -313,6 +322,10 @@ end_of_run() {
 }
 
 stop_server() {
+    if [ "$IVCUDA_VIA" = backend ]; then
+        standin_stop
+        return 0
+    fi
     [ -n "$SERVER_PID" ] || return 0
     local pid=$SERVER_PID status
     SERVER_PID=

@@ -12,7 +12,8 @@
 #                              the server's start/READY/stop on its host-memory backend
 #
 # Settings: see gpu/lib.sh; also TOTAL_BUDGET_S (default 540): no step starts after
-# it, so the command stays inside the device's 10-minute limit.
+# it, so the command stays inside the device's 10-minute limit; ONLY (an extended
+# regular expression): only the programs whose name matches, for a short check.
 set -uo pipefail
 
 DRY_RUN=0
@@ -29,7 +30,15 @@ START_S=$(date +%s)
 DEADLINE_S=$((START_S + ${TOTAL_BUDGET_S:-540}))
 NATIVE_TIMEOUT_S=${NATIVE_TIMEOUT_S:-60}
 IVCUDA_TIMEOUT_S=${IVCUDA_TIMEOUT_S:-90}
-PROGRAMS=("${GPU_PROGRAMS[@]}")
+PROGRAMS=()
+for p in "${GPU_PROGRAMS[@]}"; do
+    [ -n "${ONLY:-}" ] && ! [[ "$p" =~ $ONLY ]] && continue
+    PROGRAMS+=("$p")
+done
+if [ ${#PROGRAMS[@]} -eq 0 ]; then
+    echo "$0: ONLY='${ONLY:-}' matches no program of: ${GPU_PROGRAMS[*]}" >&2
+    exit 2
+fi
 REPORT=$OUT/gpu-validation.md
 KERNELS=$BUILD_DIR/kernels
 BIN=$BUILD_DIR/programs
@@ -154,6 +163,7 @@ fi
     echo "| mode | $([ "$DRY_RUN" = 1 ] && echo "dry run: no GPU; the native column is the CPU mock of libcuda (gpu/tools/mock_libcuda.c), which checks only the programs' own logic" || echo "native vs ivcuda") |"
     echo "| guest library | ${GUEST_LIB_DIR:-not built}/libcuda.so.1 |"
     echo "| region | $REGION_PATH, $REGION_SIZE bytes |"
+    echo "| served by | $([ "$IVCUDA_VIA" = backend ] && echo "a back-end domain stood in on this host (gpu/backend_standin.sh: the hook, ivcuda-backend-agent and its slot server)" || echo "a cuda-server on this host") |"
     echo "| server mode | $IVCUDA_MODE$([ "$IVCUDA_MODE" = doorbell ] && echo ": each ivcuda run under bench/idle/qemu_peer.py (doorbell rings and interrupt eventfds), a server per run") |"
     echo
     echo "Outputs are compared without their \`time:\` and \`info:\` lines."

@@ -1,9 +1,16 @@
 /* share_job: one "VM's" compute-bound job for gpu/sharing.sh. Waits until the
  * wall-clock instant START (so that two jobs in two processes start together), then
- * launches share_burn over 8 blocks per SM for SECONDS, one launch after another
- * (each synchronised), and prints how many it finished: the job's throughput. Under
- * MPS with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=p in its cuda-server's environment, a
- * job should reach about p % of what it reaches alone with the whole GPU.
+ * launches share_burn for SECONDS, one launch after another (each synchronised), and
+ * prints how many it finished: the job's throughput. Under MPS with
+ * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=p in its cuda-server's environment, a job should
+ * reach about p % of what it reaches alone with the whole GPU.
+ *
+ * The grid is a fixed BLOCKS, not a multiple of the SM count the device reports: an MPS
+ * client may be told fewer SMs than the card has, and a grid sized to that count does the
+ * same work per SM whatever the share, so its rate does not move (the first H200 run: the
+ * 25 % job at 98 % of native, a 25/75 pair at 1:1). BLOCKS is many waves of resident blocks
+ * on the whole H200 (132 SMs x 8 blocks of 256 threads = 1056 at once, so 8 waves), so a
+ * launch's time is set by how many SMs run it: 4 times the waves on a quarter of them.
  *
  *   share_job <kernel-dir> <seconds> [<start, seconds since the epoch>]
  */
@@ -11,7 +18,10 @@
 
 #include <unistd.h>
 
-enum { THREADS = 256, BLOCKS_PER_SM = 8, ITERATIONS = 200000 };
+/* ITERATIONS: the first H200 run finished 266 launches a second of 1056 blocks x 200000 iterations;
+ * 8 x the blocks at a quarter of the iterations should take about 8 ms a launch on the whole card,
+ * about 30 ms on a quarter of it: enough launches in a few seconds to tell the rates apart */
+enum { THREADS = 256, BLOCKS = 8448, ITERATIONS = 50000 };
 
 static double wall_seconds(void)
 {
@@ -35,7 +45,7 @@ int main(int argc, char **argv)
     CUfunction fn;
     CK(cuModuleLoadData(&module, cubin));
     CK(cuModuleGetFunction(&fn, module, "share_burn"));
-    unsigned grid = (unsigned)(sms * BLOCKS_PER_SM);
+    unsigned grid = BLOCKS;
     CUdeviceptr out;
     CK(cuMemAlloc(&out, (size_t)grid * sizeof(float)));
     int iterations = ITERATIONS;
@@ -43,6 +53,7 @@ int main(int argc, char **argv)
     /* one launch before the clock starts: module upload and first-launch costs stay out */
     CK(cuLaunchKernel(fn, grid, 1, 1, THREADS, 1, 1, 0, NULL, args, NULL));
     CK(cuCtxSynchronize());
+    double late = start > 0 ? wall_seconds() - start : 0;
     while (start > 0 && wall_seconds() < start) {
         usleep(1000);
     }
@@ -54,8 +65,10 @@ int main(int argc, char **argv)
         kernels++;
         t = now_seconds();
     }
-    printf("share_job sms=%d grid=%u kernels=%ld seconds=%.3f rate=%.3f\n", sms, grid, kernels, t - t0,
-           (double)kernels / (t - t0));
+    /* sms: what this job's driver reports (an MPS client may be told its share); late: seconds the
+     * job was ready after START (> 0: it started late, the pair's comparison is off by that much) */
+    printf("share_job sms=%d grid=%u kernels=%ld seconds=%.3f rate=%.3f late=%.3f\n", sms, grid, kernels, t - t0,
+           (double)kernels / (t - t0), late > 0 ? late : 0.0);
     CK(cuMemFree(out));
     CK(cuModuleUnload(module));
     CK(cuCtxDestroy(ctx));

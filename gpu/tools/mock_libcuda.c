@@ -69,6 +69,7 @@ static const struct { CUresult code; const char *name; } names[] = {
     { CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE" }, { CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND" },
     { CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY" }, { CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED" },
     { CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED" }, { CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN" },
+    { CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX" },
 };
 
 CUresult cuGetErrorName(CUresult error, const char **pStr)
@@ -259,7 +260,9 @@ static const char *const kernel_names[] = { "vector_add", "matmul", "scale_add",
                                             "kp_scale", "kp_fill_global", "kp_cluster_rank", "kp_grid_sum",
                                             "kp_large_param",
                                             /* gpu/kernels/device_printf.cu */
-                                            "dp_print" };
+                                            "dp_print",
+                                            /* gpu/programs/jit_logs.c's own PTX */
+                                            "jit_logs_fill" };
 CUresult cuModuleLoadData(CUmodule *m, const void *image) { NEED_CTX(); if (!image) return CUDA_ERROR_INVALID_VALUE; *m = (CUmodule)&module_object; return CUDA_SUCCESS; }
 CUresult cuModuleLoadFatBinary(CUmodule *m, const void *image)
 {
@@ -405,14 +408,50 @@ static int kernel_path_launch(const char *name, unsigned gx, unsigned bx, void *
     return 1;
 }
 
+/* The JIT options' outputs as the driver writes them (jit_logs.c): a PTX text naming an unknown
+ * instruction fails with an error log, any other load writes an info log; each log's size option
+ * gets the bytes written with the NUL, CU_JIT_WALL_TIME a float. */
+static CUresult mock_jit(const void *image, unsigned int n, CUjit_option *o, void **v)
+{
+    int bad = image != NULL && strstr((const char *)image, "frobnicate") != NULL;
+    const char *text[2] = {bad ? "" : "mock ptxas: compiled\n", bad ? "mock ptxas: unknown instruction\n" : ""};
+    for (unsigned int i = 0; o != NULL && v != NULL && i < n; i++) {
+        int w = o[i] == CU_JIT_ERROR_LOG_BUFFER;
+        if (o[i] == CU_JIT_INFO_LOG_BUFFER || o[i] == CU_JIT_ERROR_LOG_BUFFER) {
+            for (unsigned int k = 0; k < n; k++) {
+                if (o[k] == (w ? CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES : CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)) {
+                    size_t room = (size_t)(uintptr_t)v[k], len = strlen(text[w]);
+                    if (room == 0) continue;
+                    if (len >= room) len = room - 1;
+                    memcpy(v[i], text[w], len);
+                    ((char *)v[i])[len] = '\0';
+                    v[k] = (void *)(uintptr_t)(len + 1);
+                }
+            }
+        } else if (o[i] == CU_JIT_WALL_TIME) {
+            float ms = 0.5f;
+            memcpy(&v[i], &ms, sizeof ms);
+        }
+    }
+    return bad ? CUDA_ERROR_INVALID_PTX : CUDA_SUCCESS;
+}
+CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CUjit_option *o, void **v)
+{
+    NEED_CTX();
+    if (!image) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = mock_jit(image, n, o, v);
+    if (r == CUDA_SUCCESS) *m = (CUmodule)&module_object;
+    return r;
+}
 CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv, unsigned int nj,
                            CUlibraryOption *lo, void **lv, unsigned int nl)
 {
-    (void)jo; (void)jv; (void)nj; (void)lo; (void)lv; (void)nl;
+    (void)lo; (void)lv; (void)nl;
     NEED_INIT();
     if (code == NULL) return CUDA_ERROR_INVALID_VALUE;
-    *lib = (CUlibrary)&library_object;
-    return CUDA_SUCCESS;
+    CUresult r = mock_jit(code, nj, jo, jv);
+    if (r == CUDA_SUCCESS) *lib = (CUlibrary)&library_object;
+    return r;
 }
 CUresult cuLibraryLoadFromFile(CUlibrary *lib, const char *path, CUjit_option *jo, void **jv, unsigned int nj,
                                CUlibraryOption *lo, void **lv, unsigned int nl)

@@ -4,7 +4,8 @@
  * sends the sizes the program gave, remembers where the program's buffers and option values are
  * (cuda.h: they must stay valid for the link state's life when output options are used), and
  * after each call of the link state copies the logs into them and sets the options as the driver
- * does. */
+ * does. The same options given to cuModuleLoadDataEx or cuLibraryLoadData are outputs of that one
+ * call: the server keeps the channel's last load's logs, read right after it (link state 0). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,32 @@ void ivc_jit_logs_keep(CUlinkState state, const struct ivc_jit_logs *logs, void 
     pthread_mutex_unlock(&lock);
 }
 
+/* The server's logs of link state `state` (0: the channel's last load) into the program's buffers
+ * and option values. */
+static void copy_logs(const struct ivc_jit_logs *logs, void **values, CUlinkState state)
+{
+    for (uint32_t w = 0; w < 2; w++) {
+        /* the time comes with either read: the info one stands in when no log was asked for */
+        if (logs->buffer[w] == NULL && !(w == 0 && logs->wall_slot >= 0 && logs->buffer[1] == NULL))
+            continue;
+        uint32_t filled = 0, wall = 0;
+        char none[1];
+        char *into = logs->buffer[w] != NULL ? logs->buffer[w] : none;
+        uint32_t capacity = logs->buffer[w] != NULL ? logs->size[w] : 1;
+        CUresult r = ivc_jit_log_read(&filled, &wall, into, capacity, w, state);
+        if (r != CUDA_SUCCESS) {
+            ivc_trace("JIT log %u of link state %p: not read (%d)", w, (void *)state, r);
+            continue;
+        }
+        if (logs->buffer[w] != NULL) {
+            into[capacity - 1] = '\0'; /* the server ends the text within capacity; this keeps it so */
+            values[logs->size_slot[w]] = (void *)(uintptr_t)(filled < capacity ? filled : capacity);
+        }
+        if (logs->wall_slot >= 0)
+            memcpy(&values[logs->wall_slot], &wall, sizeof wall); /* the float over the option's value */
+    }
+}
+
 void ivc_jit_logs_update(CUlinkState state)
 {
     struct kept k;
@@ -96,28 +123,13 @@ void ivc_jit_logs_update(CUlinkState state)
         }
     }
     pthread_mutex_unlock(&lock);
-    if (!found)
-        return;
-    for (uint32_t w = 0; w < 2; w++) {
-        /* the time comes with either read: the info one stands in when no log was asked for */
-        if (k.logs.buffer[w] == NULL && !(w == 0 && k.logs.wall_slot >= 0 && k.logs.buffer[1] == NULL))
-            continue;
-        uint32_t filled = 0, wall = 0;
-        char none[1];
-        char *into = k.logs.buffer[w] != NULL ? k.logs.buffer[w] : none;
-        uint32_t capacity = k.logs.buffer[w] != NULL ? k.logs.size[w] : 1;
-        CUresult r = ivc_jit_log_read(&filled, &wall, into, capacity, w, state);
-        if (r != CUDA_SUCCESS) {
-            ivc_trace("JIT log %u of link state %p: not read (%d)", w, (void *)state, r);
-            continue;
-        }
-        if (k.logs.buffer[w] != NULL) {
-            into[capacity - 1] = '\0'; /* the server ends the text within capacity; this keeps it so */
-            k.values[k.logs.size_slot[w]] = (void *)(uintptr_t)(filled < capacity ? filled : capacity);
-        }
-        if (k.logs.wall_slot >= 0)
-            memcpy(&k.values[k.logs.wall_slot], &wall, sizeof wall); /* the float over the option's value */
-    }
+    if (found)
+        copy_logs(&k.logs, k.values, state);
+}
+
+void ivc_jit_logs_after_load(const struct ivc_jit_logs *logs, void **values)
+{
+    copy_logs(logs, values, NULL);
 }
 
 void ivc_jit_logs_forget(CUlinkState state)

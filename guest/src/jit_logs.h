@@ -1,4 +1,4 @@
-/* JIT logs of the linker (jit_logs.c, docs/kernels.md "JIT logs"). */
+/* JIT logs of the linker and of module and library loads (jit_logs.c, docs/kernels.md "JIT logs"). */
 #ifndef IVC_JIT_LOGS_H
 #define IVC_JIT_LOGS_H
 
@@ -7,7 +7,7 @@
 
 #include "ivc_internal.h"
 
-/* What a program asked of cuLinkCreate's output options: log buffers (info, error) with their
+/* What a program asked of the output options of cuLinkCreate (or of a load): log buffers (info, error) with their
  * sizes and where those options sit in its arrays, and where CU_JIT_WALL_TIME sits (-1: none). */
 struct ivc_jit_logs {
     char *buffer[2];
@@ -31,6 +31,11 @@ void ivc_jit_logs_keep(CUlinkState state, const struct ivc_jit_logs *logs, void 
 /* After a call of the link state: copies what the server's driver logged into the program's
  * buffers and sets the size and wall-time options as the driver does. Nothing if none was asked. */
 void ivc_jit_logs_update(CUlinkState state);
+
+/* After a module or library load that asked for logs or the wall time: copies what the server's
+ * driver logged during the channel's last load into the program's buffers and sets the size and
+ * wall-time options as the driver does. */
+void ivc_jit_logs_after_load(const struct ivc_jit_logs *logs, void **values);
 
 /* cuLinkDestroy: forgets the state's logs. */
 void ivc_jit_logs_forget(CUlinkState state);

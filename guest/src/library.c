@@ -11,6 +11,7 @@
 #include "channel.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "jit_logs.h"
 #include "log.h"
 #include "memory.h"
 #include "module.h"
@@ -53,11 +54,16 @@ static CUresult load_library(CUlibrary *library, const void *code, CUjit_option 
     uint64_t jit[2 * IVC_MAX_JIT_OPTIONS];
     size_t pairs = 0;
     CUresult r = check_library_options(libraryOptions, libraryOptionValues, numLibraryOptions, name);
-    if (r == CUDA_SUCCESS)
-        r = ivc_jit_pairs(jit, &pairs, numJitOptions, jitOptions, jitOptionsValues);
     if (r != CUDA_SUCCESS)
         return r;
-    return ivc_load_image(1, (void **)library, code, jit, pairs * 16, name);
+    /* read before ivc_jit_pairs answers the outputs empty in the program's arrays */
+    struct ivc_jit_logs logs;
+    int asked = ivc_jit_logs_scan(&logs, numJitOptions, jitOptions, jitOptionsValues);
+    r = ivc_jit_pairs(jit, &pairs, numJitOptions, jitOptions, jitOptionsValues);
+    if (r != CUDA_SUCCESS)
+        return r;
+    ivc_jit_logs_pairs(&logs, jit, &pairs, IVC_MAX_JIT_OPTIONS);
+    return ivc_load_image(1, (void **)library, code, jit, pairs * 16, name, asked ? &logs : NULL, jitOptionsValues);
 }
 
 IVC_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
@@ -124,7 +130,7 @@ IVC_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
     CUresult r = read_file(fname, &image, "cuModuleLoad");
     if (r != CUDA_SUCCESS)
         return r;
-    r = ivc_load_image(0, (void **)module, image, NULL, 0, "cuModuleLoad");
+    r = ivc_load_image(0, (void **)module, image, NULL, 0, "cuModuleLoad", NULL, NULL);
     free(image);
     return r;
 }

@@ -7,6 +7,7 @@
 #include "hash.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
+#include "jit_logs.h"
 #include "log.h"
 #include "memory.h"
 #include "module.h"
@@ -158,7 +159,7 @@ static CUresult send_image(int library, void **handle, uint64_t hash, const void
 }
 
 CUresult ivc_load_image(int library, void **handle, const void *image, const uint64_t *jit, size_t jit_size,
-                        const char *name)
+                        const char *name, const struct ivc_jit_logs *logs, void **values)
 {
     if (handle == NULL || image == NULL)
         return ivc_null_argument(name, handle == NULL ? (library ? "library" : "module") : "image");
@@ -176,6 +177,8 @@ CUresult ivc_load_image(int library, void **handle, const void *image, const uin
         if (r != CUDA_ERROR_NOT_FOUND) {
             if (r == CUDA_SUCCESS)
                 *handle = loaded;
+            if (logs != NULL)
+                ivc_jit_logs_after_load(logs, values);
             return r;
         }
     }
@@ -184,19 +187,21 @@ CUresult ivc_load_image(int library, void **handle, const void *image, const uin
         mark_sent(hash);
         *handle = loaded;
     }
+    if (logs != NULL && r != CUDA_ERROR_DEVICE_UNAVAILABLE) /* unavailable: the server may not have answered */
+        ivc_jit_logs_after_load(logs, values);
     ivc_trace("%s: %zu-byte image %016llx -> %d", name, size, (unsigned long long)hash, r);
     return r;
 }
 
 IVC_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
-    return ivc_load_image(0, (void **)module, image, NULL, 0, "cuModuleLoadData");
+    return ivc_load_image(0, (void **)module, image, NULL, 0, "cuModuleLoadData", NULL, NULL);
 }
 IVC_ALIASES_cuModuleLoadData
 
 IVC_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
 {
-    return ivc_load_image(0, (void **)module, fatCubin, NULL, 0, "cuModuleLoadFatBinary");
+    return ivc_load_image(0, (void **)module, fatCubin, NULL, 0, "cuModuleLoadFatBinary", NULL, NULL);
 }
 IVC_ALIASES_cuModuleLoadFatBinary
 
@@ -249,10 +254,15 @@ IVC_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsi
 {
     uint64_t jit[2 * IVC_MAX_JIT_OPTIONS];
     size_t pairs = 0;
+    /* read before ivc_jit_pairs answers the outputs empty in the program's arrays */
+    struct ivc_jit_logs logs;
+    int asked = ivc_jit_logs_scan(&logs, numOptions, options, optionValues);
     CUresult r = ivc_jit_pairs(jit, &pairs, numOptions, options, optionValues);
     if (r != CUDA_SUCCESS)
         return r;
-    return ivc_load_image(0, (void **)module, image, jit, pairs * 16, "cuModuleLoadDataEx");
+    ivc_jit_logs_pairs(&logs, jit, &pairs, IVC_MAX_JIT_OPTIONS);
+    return ivc_load_image(0, (void **)module, image, jit, pairs * 16, "cuModuleLoadDataEx", asked ? &logs : NULL,
+                          optionValues);
 }
 IVC_ALIASES_cuModuleLoadDataEx
 

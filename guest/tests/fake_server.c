@@ -348,7 +348,12 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         atomic_fetch_add(&fake.library_loads, 1);
         /* fall through: the same request, the same images */
     case IVC_OP_ivc_module_load: {
-        uint64_t hash = r_u64(in), size = r_u64(in), send = r_u64(in);
+        uint64_t hash = r_u64(in), size = r_u64(in), send = r_u64(in), n;
+        const uint8_t *pairs = r_buf(in, &n);
+        unsigned count = n / 16 < 16 ? (unsigned)(n / 16) : 16;
+        for (unsigned k = 0; pairs != NULL && k < 2 * count; k++)
+            fake.load_options[k] = ivc_read64(pairs + 8 * k);
+        atomic_store(&fake.load_option_pairs, count);
         if (send) {
             uint8_t *image = malloc(size);
             receive_stream(i, image, size);
@@ -383,10 +388,10 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         return CUDA_SUCCESS;
     }
     case IVC_OP_ivc_jit_log_read: {
-        uint64_t capacity = r_u64(in), which = r_u64(in);
+        uint64_t capacity = r_u64(in), which = r_u64(in), state = r_u64(in);
         if (which > 1)
             return CUDA_ERROR_INVALID_VALUE;
-        const char *log = fake.link_log[which];
+        const char *log = state == 0 ? fake.load_log[which] : fake.link_log[which];
         uint64_t length = strlen(log), n = capacity == 0 ? 0 : (length < capacity - 1 ? length : capacity - 1);
         float wall = 2.5f;
         uint32_t bits;
@@ -516,6 +521,10 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         atomic_store(&fake.output_read_pos, pos + (unsigned)n);
         return CUDA_SUCCESS;
     }
+    case IVC_OP_cuStreamEndCapture: /* the captured graph: the same handle every time */
+        r_u64(in);
+        w_u64(out, FAKE_CAPTURED_GRAPH);
+        return CUDA_SUCCESS;
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }

@@ -16,6 +16,8 @@
 #define FAKE_POOL_OFFSET (4096 + FAKE_CHANNELS * FAKE_STRIDE)
 #define FAKE_POOL_SIZE (1u << 20)
 #define FAKE_REGION_SIZE (FAKE_POOL_OFFSET + FAKE_POOL_SIZE)
+/* the graph handle cuStreamEndCapture answers (kind 50: graph) */
+#define FAKE_CAPTURED_GRAPH 0x3200000100000001ULL
 #define FAKE_DEVICE_BASE 0xD00000000ULL
 #define FAKE_DEVICE_SIZE (64u << 20)
 #define FAKE_FUNCTION 0x0300000100000007ULL
@@ -67,6 +69,11 @@ struct fake_state {
     uint64_t link_options[32];
     atomic_uint link_option_pairs;
     char link_log[2][128];
+    /* the last ivc_module_load / ivc_library_load's (option, value) pairs, and the logs
+     * ivc_jit_log_read answers for link state 0 (the channel's last load) */
+    uint64_t load_options[32];
+    atomic_uint load_option_pairs;
+    char load_log[2][128];
     atomic_ullong current_context;  /* cuCtxSetCurrent's last context (0: the primary context's) */
 };
 

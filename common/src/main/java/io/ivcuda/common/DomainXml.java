@@ -135,19 +135,73 @@ public final class DomainXml {
      * provisioner removes it.
      */
     public List<Element> foreignShmems() {
+        return foreignShmems(java.util.Set.of(InstancePaths.shmemName(uuid)));
+    }
+
+    /**
+     * Every {@code <shmem>} with an ivcuda name not in {@code own}: for a back-end or front-end domain (issue 16)
+     * its own devices are the ones its role and the slot ledger give it ({@link BackendPaths}), every other
+     * ivcuda device is another domain's.
+     */
+    public List<Element> foreignShmems(java.util.Set<String> own) {
         List<Element> foreign = new ArrayList<>();
         Element devices = child(document.getDocumentElement(), "devices");
         if (devices == null) {
             return foreign;
         }
-        String own = InstancePaths.shmemName(uuid);
         for (Element shmem : children(devices, "shmem")) {
             String shmemName = shmem.getAttribute("name");
-            if (isIvcudaName(shmemName) && !shmemName.equals(own)) {
+            if (isIvcudaName(shmemName) && !own.contains(shmemName)) {
                 foreign.add(shmem);
             }
         }
         return foreign;
+    }
+
+    /** Removes every ivcuda device not in {@code own}; returns their names. */
+    public List<String> removeShmemsExcept(java.util.Set<String> own) {
+        List<String> removed = new ArrayList<>();
+        for (Element shmem : foreignShmems(own)) {
+            removed.add(shmem.getAttribute("name"));
+            removeWithIndent(shmem);
+        }
+        return removed;
+    }
+
+    /** The {@code <shmem>} of this name, or null. */
+    public Element shmemNamed(String shmemName) {
+        Element devices = child(document.getDocumentElement(), "devices");
+        if (devices == null) {
+            return null;
+        }
+        for (Element shmem : children(devices, "shmem")) {
+            if (shmemName.equals(shmem.getAttribute("name"))) {
+                return shmem;
+            }
+        }
+        return null;
+    }
+
+    /** The device of this name as defined, or null. */
+    public ShmemDevice shmemDevice(String shmemName) {
+        Element shmem = shmemNamed(shmemName);
+        return shmem == null ? null : ShmemDevice.read(shmem);
+    }
+
+    /** Adds the {@code <shmem>} of {@code device}'s name (or rewrites the existing one) to match it. */
+    public void putShmemNamed(ShmemDevice device) {
+        Element shmem = shmemNamed(device.name());
+        if (shmem == null) {
+            Element root = document.getDocumentElement();
+            Element devices = child(root, "devices");
+            if (devices == null) {
+                devices = document.createElement("devices");
+                root.appendChild(devices);
+            }
+            shmem = document.createElement("shmem");
+            devices.appendChild(shmem);
+        }
+        device.writeInto(shmem);
     }
 
     /** The names of {@link #foreignShmems()}, in document order. */
@@ -157,12 +211,7 @@ public final class DomainXml {
 
     /** Removes every {@link #foreignShmems() foreign device}; returns their names. */
     public List<String> removeForeignShmems() {
-        List<String> removed = new ArrayList<>();
-        for (Element shmem : foreignShmems()) {
-            removed.add(shmem.getAttribute("name"));
-            removeWithIndent(shmem);
-        }
-        return removed;
+        return removeShmemsExcept(java.util.Set.of(InstancePaths.shmemName(uuid)));
     }
 
     private static boolean isIvcudaName(String shmemName) {
@@ -222,18 +271,7 @@ public final class DomainXml {
 
     /** Adds our {@code <shmem>} (or rewrites the existing one) to match {@code device}. */
     public void putShmem(ShmemDevice device) {
-        Element shmem = ourShmem();
-        if (shmem == null) {
-            Element root = document.getDocumentElement();
-            Element devices = child(root, "devices");
-            if (devices == null) {
-                devices = document.createElement("devices");
-                root.appendChild(devices);
-            }
-            shmem = document.createElement("shmem");
-            devices.appendChild(shmem);
-        }
-        device.writeInto(shmem);
+        putShmemNamed(device);
     }
 
     /** Removes our {@code <shmem>}; true when there was one. */

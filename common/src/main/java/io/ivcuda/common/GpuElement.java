@@ -1,5 +1,7 @@
 package io.ivcuda.common;
 
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
@@ -13,11 +15,22 @@ import org.w3c.dom.NamedNodeMap;
  * {@code <ivcuda:gpu xmlns:ivcuda="https://ivcuda.dev/xmlns/domain/1" device="0" mode="plain" size="256M" quota="4G" share="25"/>}.
  * Every attribute is optional; missing ones take the host configuration's {@code defaults.*}.
  *
+ * <p>The element also gives a domain one of the roles of back-end GPU domains (issue 16,
+ * docs/backend-domains.md): {@code role="backend"} makes it a back-end that owns a GPU and serves
+ * {@code slots} front-ends; {@code backend="NAME|UUID|auto"} makes it a front-end served by a back-end.
+ * Which attributes go with which role is checked here (one element alone); whether the named back-end
+ * exists and has a free slot is the provisioner's decision, against every domain.
+ *
  * @param share the VM's compute share: a percentage of the GPU's SMs (1..100), enforced by NVIDIA's MPS
  *              (docs/sharing.md); 100 is the whole GPU, without MPS
+ * @param backendRole whether the domain is a back-end ({@code role="backend"})
+ * @param slots a back-end's number of front-end slots (1..{@link #MAX_SLOTS})
+ * @param capacity a back-end's GPU memory that its front-ends' quotas may add up to
+ * @param backend a front-end's back-end: a domain name, a domain UUID or {@link #AUTO}
  */
 public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalLong size, OptionalLong quota,
-                         OptionalInt share) {
+                         OptionalInt share, boolean backendRole, OptionalInt slots, OptionalLong capacity,
+                         Optional<String> backend) {
 
     public static final String NAMESPACE = "https://ivcuda.dev/xmlns/domain/1";
     public static final String PREFIX = "ivcuda";
@@ -28,8 +41,36 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
     public static final String ATTR_SIZE = "size";
     public static final String ATTR_QUOTA = "quota";
     public static final String ATTR_SHARE = "share";
-    private static final Set<String> KNOWN = Set.of(ATTR_DEVICE, ATTR_MODE, ATTR_SIZE, ATTR_QUOTA, ATTR_SHARE);
-    private static final String KNOWN_WORDS = "device, mode, size, quota, share";
+    public static final String ATTR_ROLE = "role";
+    public static final String ATTR_SLOTS = "slots";
+    public static final String ATTR_CAPACITY = "capacity";
+    public static final String ATTR_BACKEND = "backend";
+    private static final Set<String> KNOWN = Set.of(ATTR_DEVICE, ATTR_MODE, ATTR_SIZE, ATTR_QUOTA, ATTR_SHARE, ATTR_ROLE,
+            ATTR_SLOTS, ATTR_CAPACITY, ATTR_BACKEND);
+    private static final String KNOWN_WORDS = "device, mode, size, quota, share, role, slots, capacity, backend";
+    /** The one value of {@code role}. */
+    public static final String ROLE_BACKEND = "backend";
+    /** {@code backend="auto"}: the provisioner chooses the least loaded back-end with room. */
+    public static final String AUTO = "auto";
+    /** Slots of a back-end whose element names none. */
+    public static final int DEFAULT_SLOTS = 4;
+    /** The most slots a back-end may have: each is a {@code <shmem>} device of the back-end (one PCI slot each). */
+    public static final int MAX_SLOTS = 32;
+
+    /** An element of the host-served kind (no role, no back-end). */
+    public GpuElement(Optional<String> device, Optional<Mode> mode, OptionalLong size, OptionalLong quota, OptionalInt share) {
+        this(device, mode, size, quota, share, false, OptionalInt.empty(), OptionalLong.empty(), Optional.empty());
+    }
+
+    /** Whether the domain is a front-end: its GPU is served by a back-end domain. */
+    public boolean frontEnd() {
+        return backend.isPresent();
+    }
+
+    /** A back-end's number of slots, the default when the element names none. */
+    public int slotCount() {
+        return slots.orElse(DEFAULT_SLOTS);
+    }
 
     /** An element without a share (the host's {@code defaults.share}). */
     public GpuElement(Optional<String> device, Optional<Mode> mode, OptionalLong size, OptionalLong quota) {
@@ -52,6 +93,11 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
         OptionalLong size = OptionalLong.empty();
         OptionalLong quota = OptionalLong.empty();
         OptionalInt share = OptionalInt.empty();
+        boolean backendRole = false;
+        OptionalInt slots = OptionalInt.empty();
+        OptionalLong capacity = OptionalLong.empty();
+        Optional<String> backend = Optional.empty();
+        Map<String, String> written = new HashMap<>();
         for (int i = 0; i < attributes.getLength(); i++) {
             Attr attr = (Attr) attributes.item(i);
             String name = attr.getLocalName() != null ? attr.getLocalName() : attr.getName();
@@ -63,6 +109,7 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
                 throw problem(domainName, name, value, "unknown attribute (known: " + KNOWN_WORDS + ")",
                         "unknown attribute " + name + " on <" + PREFIX + ":" + NAME + "> (known: " + KNOWN_WORDS + ")");
             }
+            written.put(attr.getName(), value);
             switch (attr.getName()) {
                 case ATTR_DEVICE -> {
                     if (!value.matches("[0-9]{1,4}|[A-Za-z0-9-]{8,64}")) {
@@ -90,10 +137,81 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
                 }
                 case ATTR_QUOTA -> quota = OptionalLong.of(bytes(domainName, name, value, "quota"));
                 case ATTR_SHARE -> share = OptionalInt.of(share(domainName, name, value));
+                case ATTR_ROLE -> {
+                    if (!ROLE_BACKEND.equals(value)) {
+                        throw problem(domainName, name, value, "unknown role (the one role is " + ROLE_BACKEND
+                                + "; a front-end names its back-end with " + ATTR_BACKEND + "=\"NAME\")",
+                                "unknown role '" + value + "' (use " + ROLE_BACKEND + ")");
+                    }
+                    backendRole = true;
+                }
+                case ATTR_SLOTS -> slots = OptionalInt.of(slots(domainName, name, value));
+                case ATTR_CAPACITY -> capacity = OptionalLong.of(bytes(domainName, name, value, "capacity"));
+                case ATTR_BACKEND -> {
+                    // The whole value, not the shortened one: a name is matched, not shown. libvirt's names have no '/'.
+                    String whole = attr.getValue().trim();
+                    if (whole.isEmpty() || whole.length() > 200 || whole.chars().anyMatch(c -> c == '/' || Character.isISOControl(c))) {
+                        throw problem(domainName, name, value, "not a domain name, a domain UUID or " + AUTO,
+                                "back-end '" + value + "' is not a domain name, UUID or " + AUTO);
+                    }
+                    backend = Optional.of(whole);
+                }
                 default -> throw new AssertionError(name);
             }
         }
-        return new GpuElement(device, mode, size, quota, share);
+        GpuElement parsed = new GpuElement(device, mode, size, quota, share, backendRole, slots, capacity, backend);
+        parsed.checkRole(domainName, written);
+        return parsed;
+    }
+
+    /**
+     * Which attributes go with which role: each refusal names the attribute and says why it has no meaning
+     * there, so a user who mixed the two roles sees which word to take out.
+     */
+    private void checkRole(String domainName, Map<String, String> written) throws IvcudaConfigException {
+        if (backendRole) {
+            String misplaced = backend.isPresent() ? ATTR_BACKEND : quota.isPresent() ? ATTR_QUOTA
+                    : share.isPresent() ? ATTR_SHARE : mode.isPresent() ? ATTR_MODE : null;
+            if (misplaced != null) {
+                String why = misplaced.equals(ATTR_BACKEND) ? "a back-end cannot itself be served by a back-end"
+                        : misplaced.equals(ATTR_MODE) ? "a back-end's slots are plain ivshmem regions"
+                        : "quota and share are set per front-end, on each front-end's element";
+                throw problem(domainName, misplaced, written.get(misplaced), "not for a back-end (" + ATTR_ROLE + "=\""
+                        + ROLE_BACKEND + "\"): " + why, misplaced + " is not for a back-end domain: " + why);
+            }
+            return;
+        }
+        String backEndOnly = slots.isPresent() ? ATTR_SLOTS : capacity.isPresent() ? ATTR_CAPACITY : null;
+        if (backEndOnly != null) {
+            throw problem(domainName, backEndOnly, written.get(backEndOnly), "only for a back-end domain (add "
+                    + ATTR_ROLE + "=\"" + ROLE_BACKEND + "\")", backEndOnly + " is only for a back-end domain ("
+                    + ATTR_ROLE + "=\"" + ROLE_BACKEND + "\")");
+        }
+        if (backend.isEmpty()) {
+            return;
+        }
+        String named = backend.get();
+        if (named.equals(domainName)) {
+            throw problem(domainName, ATTR_BACKEND, named, "a domain cannot be its own back-end",
+                    "a domain cannot be its own back-end");
+        }
+        if (device.isPresent()) {
+            throw problem(domainName, ATTR_DEVICE, written.get(ATTR_DEVICE), "not for a front-end (" + ATTR_BACKEND + "=\"" + named
+                    + "\"): the back-end's element chooses its GPU", "device is not for a front-end: its back-end chooses the GPU");
+        }
+        if (mode.isPresent() && mode.get() != Mode.PLAIN) {
+            throw problem(domainName, ATTR_MODE, written.get(ATTR_MODE), "a front-end is served in plain mode only (doorbell "
+                    + "through a back-end is not done yet)", "doorbell mode through a back-end is not done yet (use plain)");
+        }
+    }
+
+    private static int slots(String domainName, String attribute, String value) throws IvcudaConfigException {
+        int n = value.matches("[0-9]{1,3}") ? Integer.parseInt(value) : -1;
+        if (n < 1 || n > MAX_SLOTS) {
+            throw problem(domainName, attribute, value, "a back-end serves 1 to " + MAX_SLOTS + " front-ends",
+                    "slots '" + value + "': 1 to " + MAX_SLOTS);
+        }
+        return n;
     }
 
     /**

@@ -181,6 +181,11 @@ public final class HostConfig {
         return settings.get(HostKeys.SHM_DIR);
     }
 
+    /** State that outlives a reboot (the back-end slot ledger, {@link SlotLedger}). */
+    public Path stateDir() {
+        return settings.get(HostKeys.STATE_DIR);
+    }
+
     public Path logDir() {
         return settings.get(HostKeys.LOG_DIR);
     }

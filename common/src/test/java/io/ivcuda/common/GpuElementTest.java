@@ -65,7 +65,7 @@ class GpuElementTest {
         var e = assertThrows(IvcudaConfigException.class, () -> parse("size='300M'"));
         assertEquals("region size 300M is not a power of two (e.g. 256M)", e.summary());
         e = assertThrows(IvcudaConfigException.class, () -> parse("colour='red'"));
-        assertEquals("unknown attribute colour on <ivcuda:gpu> (known: device, mode, size, quota, share)", e.summary());
+        assertEquals("unknown attribute colour on <ivcuda:gpu> (known: device, mode, size, quota, share, role, slots, capacity, backend)", e.summary());
         e = assertThrows(IvcudaConfigException.class, () -> parse("mode='" + "x".repeat(500) + "'"));
         assertEquals("unknown mode '" + "x".repeat(40) + "…' (use plain or doorbell)", e.summary(), "a long value is cut short");
         e = assertThrows(IvcudaConfigException.class, () -> parse("mode='a&#10;b'"));

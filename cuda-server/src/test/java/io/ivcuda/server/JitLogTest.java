@@ -21,11 +21,12 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The linker's JIT logs: the guest's log sizes become buffers of the server's given to the driver
- * (cut to {@link JitLogs#LIMIT}), which live with the link state; what the driver wrote there and
- * in the output options comes back through ivc_jit_log_read, cut to the guest's capacity. The
- * backend stands in for the driver's linker: it writes its logs and wall time where the options say,
- * at cuLinkComplete, as the driver does.
+ * The JIT logs of the linker and of module and library loads: the guest's log sizes become buffers
+ * of the server's given to the driver (cut to {@link JitLogs#LIMIT}), which live with the link state
+ * (or, for a load, on the channel until its next load); what the driver wrote there and in the
+ * output options comes back through ivc_jit_log_read (link state 0: the last load), cut to the
+ * guest's capacity. The backend stands in for the driver's linker and loader: it writes its logs and
+ * wall time where the options say, at cuLinkComplete and during a load, as the driver does.
  */
 class JitLogTest extends HostMemoryGuestCase {
     static final long TOKEN = (84L << 32) | 7;
@@ -51,10 +52,20 @@ class JitLogTest extends HostMemoryGuestCase {
 
         @Override
         public int linkComplete(Out o, long state) {
-            // as the driver: the logs into the buffers, the bytes filled and the time over the values
+            write("info    : 0 bytes gmem\n", "", 1.5f);
+            o.address = UnsafeApi.allocateMemory(8);
+            o.bytes = 8;
+            return CuResult.SUCCESS;
+        }
+
+        /**
+         * As the driver: each log's text (null: none written) into its buffer, the bytes filled into
+         * its size option, the time over CU_JIT_WALL_TIME's value.
+         */
+        private void write(String info, String error, float wall) {
             for (int i = 0; i < count; i++) {
                 int option = UnsafeApi.getInt(options + 4L * i);
-                String text = option == 3 ? "info    : 0 bytes gmem\n" : option == 5 ? "" : null;
+                String text = option == 3 ? info : option == 5 ? error : null;
                 if (text != null) {
                     long buffer = UnsafeApi.getLong(values + 8L * i);
                     byte[] b = text.getBytes(StandardCharsets.US_ASCII);
@@ -64,12 +75,9 @@ class JitLogTest extends HostMemoryGuestCase {
                     UnsafeApi.putByte(buffer + b.length, (byte) 0);
                     setFilled(option + 1, b.length + 1);
                 } else if (option == 2) {
-                    UnsafeApi.putLong(values + 8L * i, Float.floatToIntBits(1.5f) & 0xFFFF_FFFFL);
+                    UnsafeApi.putLong(values + 8L * i, Float.floatToIntBits(wall) & 0xFFFF_FFFFL);
                 }
             }
-            o.address = UnsafeApi.allocateMemory(8);
-            o.bytes = 8;
-            return CuResult.SUCCESS;
         }
 
         private void setFilled(int sizeOption, long filled) {
@@ -83,6 +91,49 @@ class JitLogTest extends HostMemoryGuestCase {
         @Override
         public int linkDestroy(long state) {
             return CuResult.SUCCESS;
+        }
+
+        /** What the last load was given: its options, and whether it went through the Ex call. */
+        volatile int loadCount = -1;
+        volatile boolean loadedEx;
+        /** The next load's answer and its info and error text (null: the driver writes nothing there). */
+        volatile int loadResult = CuResult.SUCCESS;
+        volatile String infoText = "module info";
+        volatile String errorText = null;
+
+        @Override
+        public int moduleLoadData(Out o, long image) {
+            loadCount = 0;
+            loadedEx = false;
+            o.handle = 0xD000;
+            return loadResult;
+        }
+
+        @Override
+        public int moduleLoadDataEx(Out o, long image, int count, long options, long values) {
+            loadedEx = true;
+            return driverLoad(o, count, options, values);
+        }
+
+        @Override
+        public int libraryLoadData(Out o, long image, long options, long values, int count) {
+            loadedEx = true;
+            return driverLoad(o, count, options, values);
+        }
+
+        /** As the driver during a load with options: the logs, their counts and the time. */
+        private int driverLoad(Out o, int count, long options, long values) {
+            this.count = count;
+            this.options = options;
+            this.values = values;
+            loadCount = count;
+            given.clear();
+            for (int i = 0; i < count; i++) {
+                given.put(UnsafeApi.getInt(options + 4L * i), UnsafeApi.getLong(values + 8L * i));
+            }
+            write(infoText, errorText, 0.75f);
+            o.handle = 0xD100;
+            return loadResult;
         }
     }
 
@@ -155,6 +206,72 @@ class JitLogTest extends HostMemoryGuestCase {
         byte[] zero = pairs(4, 0);
         assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_link_create(zero, zero.length)).result(),
                 "a log of no bytes");
+    }
+
+    private static Response moduleLoad(Channel c, byte[] jit) {
+        byte[] image = "// a module's PTX\n\0".getBytes(StandardCharsets.US_ASCII);
+        return c.streamRequest(Requests.ivc_module_load(LaunchAndModuleTest.fnv1a(image), image.length, 1, jit,
+                jit.length), image);
+    }
+
+    @Test
+    void aModuleLoadsLogsComeBackFromTheChannelsLastLoad() {
+        Channel c = greeted(0);
+        // info 100, error 50, the time, CU_JIT_LOG_VERBOSE 1 (passed on), CU_JIT_FTZ 1 (not a
+        // library's either: left out for a module, which always accepted every option)
+        Response loaded = moduleLoad(c, pairs(4, 100, 6, 50, 2, 0, 12, 1, 21, 1));
+        assertEquals(CuResult.SUCCESS, loaded.result());
+        assertEquals(true, backend.loadedEx);
+        assertEquals(6, backend.loadCount, "two logs (buffer and size each), the time and the verbose flag");
+        assertEquals(1L, backend.given.get(12), "a safe scalar option passes");
+        assertNull(backend.given.get(21), "another option is left out, not refused");
+        assertEquals(100L, backend.given.get(4));
+        assertNotNull(backend.given.get(5), "a buffer of the server's for the error log");
+        assertEquals(new Log("module info", 12, 0.75f), read(c, 0, 0, 100));
+        assertEquals(new Log("mod", 12, 0.75f), read(c, 0, 0, 4), "cut to the capacity, with its NUL");
+        assertEquals(new Log("", 50, 0.75f), read(c, 0, 1, 50), "the driver wrote no error: its size stays");
+
+        // a load without options replaces the last load's logs: nothing left to read
+        assertEquals(CuResult.SUCCESS, moduleLoad(c, new byte[0]).result());
+        assertEquals(false, backend.loadedEx, "no options: cuModuleLoadData, as before");
+        assertEquals(new Log("", 0, 0f), read(c, 0, 0, 100));
+    }
+
+    @Test
+    void aFailedLoadsErrorLogIsRead() {
+        Channel c = greeted(0);
+        backend.loadResult = 218; // CUDA_ERROR_INVALID_PTX
+        backend.infoText = null;
+        backend.errorText = "ptxas fatal   : Unresolved extern function 'f'";
+        assertEquals(218, moduleLoad(c, pairs(6, 4096)).result());
+        assertEquals(new Log("ptxas fatal   : Unresolved extern function 'f'", 47, 0f), read(c, 0, 1, 4096));
+    }
+
+    @Test
+    void aLibraryLoadPassesItsSafeOptionsWithTheLogs() {
+        Channel c = greeted(0);
+        byte[] image = "// a library's PTX\n\0".getBytes(StandardCharsets.US_ASCII);
+        byte[] jit = pairs(0, 32, 4, 64, 2, 0);
+        Response r = c.streamRequest(Requests.ivc_library_load(LaunchAndModuleTest.fnv1a(image), image.length, 1,
+                jit, jit.length), image);
+        assertEquals(CuResult.SUCCESS, r.result());
+        assertEquals(4, backend.loadCount, "the scalar, the info log's buffer and size, the time");
+        assertEquals(32L, backend.given.get(0), "a library's safe scalar options pass, as before");
+        assertEquals(new Log("module info", 12, 0.75f), read(c, 0, 0, 64));
+        byte[] pointer = pairs(3, 0x1234);
+        assertEquals(CuResult.INVALID_VALUE, c.streamRequest(Requests.ivc_library_load(
+                LaunchAndModuleTest.fnv1a(image), image.length, 1, pointer, pointer.length), image).result(),
+                "a log buffer's pointer is never taken from the guest");
+    }
+
+    @Test
+    void aLogAskedForTwiceIsRefused() {
+        Channel c = greeted(0);
+        // two info sizes would take more driver slots than the block was made for
+        byte[] twice = pairs(4, 16, 4, 16);
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_link_create(twice, twice.length)).result());
+        assertEquals(CuResult.INVALID_VALUE, moduleLoad(c, twice).result());
+        assertEquals(-1, backend.loadCount, "refused before the driver");
     }
 
     @Test

@@ -83,7 +83,7 @@ class ServerIntegrationTest {
         c = guest.claim(0, TOKEN);
         Response good = c.hello();
         assertEquals(CuResult.SUCCESS, good.result());
-        assertEquals(io.ivcuda.wire.HeaderFlyweight.PROTOCOL_VERSION, good.out(0), "the protocol version");
+        assertEquals(io.ivcuda.wire.HeaderFlyweight.PROTOCOL_VERSION, good.out(0));
         assertEquals(Opcodes.API_HASH, good.out(1));
     }
 

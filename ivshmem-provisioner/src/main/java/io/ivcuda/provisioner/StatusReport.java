@@ -2,7 +2,11 @@ package io.ivcuda.provisioner;
 
 import com.sun.jna.Library;
 import com.sun.jna.Native;
+import io.ivcuda.common.BackendPaths;
 import io.ivcuda.common.ByteSize;
+import io.ivcuda.common.ControlRegion;
+import io.ivcuda.common.GpuElement;
+import io.ivcuda.common.SlotLedger;
 import io.ivcuda.common.DomainXml;
 import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.InstancePaths;
@@ -53,9 +57,36 @@ final class StatusReport {
                   String computeShareState, String computeShareProblem, VmFigures.Totals calls) {
     }
 
+    /**
+     * @param backend a back-end domain's slots and agent (issue 16), else null
+     * @param frontend which back-end and slot serve a front-end domain, else null
+     */
     record DomainStatus(String name, String uuid, String state, String provisioning, String provisioningDetail,
-                        boolean problem, Server server, String lastError) {
+                        boolean problem, Server server, String lastError, BackendStatus backend, FrontendStatus frontend) {
     }
+
+    /**
+     * One slot of a back-end: who holds it (the ledger), what the control region says (null when there is none:
+     * the back-end has not started since boot), and what the back-end's agent reports of its server.
+     */
+    record SlotStatus(int slot, String frontend, String frontendUuid, String state, String server, Integer serverPid,
+                      String serverMessage) {
+    }
+
+    /**
+     * A back-end domain: whether its hook marked it running, its agent (pid, whether its heartbeat moved while
+     * status looked, for {@link #AGENT_LOOK_MS}), and its slots.
+     */
+    record BackendStatus(int slotCount, long slotSize, boolean running, Integer agentPid, String agent, String agentMessage,
+                         List<SlotStatus> slots) {
+    }
+
+    /** A front-end domain: its back-end and slot (the ledger), and that slot's state in the back-end's control region. */
+    record FrontendStatus(String backend, String backendUuid, Integer slot, String slotState, String server) {
+    }
+
+    /** How long status watches a back-end agent's heartbeat (it beats every 200 ms). */
+    static final long AGENT_LOOK_MS = 600;
 
     record Report(Host host, List<DomainStatus> domains) {
     }
@@ -74,13 +105,38 @@ final class StatusReport {
 
     Report gather(boolean all) throws LibvirtException {
         List<DomainStatus> domains = new ArrayList<>();
+        List<SlotLedger.Assignment> ledger;
+        try {
+            ledger = SlotLedger.of(host).read();
+        } catch (IvcudaConfigException e) {
+            ledger = List.of();
+        }
         for (Outcome o : new Reconciler(connection, host).preview()) {
             if (!all && o.action() == Outcome.Action.UNTAGGED && o.foreign().isEmpty()) {
                 continue;
             }
-            domains.add(domain(o));
+            DomainStatus role = role(o, ledger);
+            domains.add(role != null ? role : domain(o));
         }
         return new Report(hostStatus(), domains);
+    }
+
+    /** The status of a back-end or front-end domain, from its persistent element; null for any other domain. */
+    private DomainStatus role(Outcome o, List<SlotLedger.Assignment> ledger) {
+        try {
+            Domain domain = connection.domainLookupByName(o.domain());
+            try {
+                GpuElement element = DomainXml.parse(domain.getXMLDesc(Domain.XMLFlags.INACTIVE)).parseGpuElement();
+                if (element == null || !element.backendRole() && !element.frontEnd()) {
+                    return null;
+                }
+                return roleStatus(o, domain.getUUIDString(), stateWord(domain.getInfo().state), element, ledger);
+            } finally {
+                domain.free();
+            }
+        } catch (LibvirtException | IvcudaConfigException e) {
+            return null;
+        }
     }
 
     private DomainStatus domain(Outcome o) {
@@ -118,7 +174,94 @@ final class StatusReport {
                 lastError = serverError;
             }
         }
-        return new DomainStatus(o.domain(), uuid, state, provisioning, detail, o.isProblem(), server, lastError);
+        return new DomainStatus(o.domain(), uuid, state, provisioning, detail, o.isProblem(), server, lastError, null, null);
+    }
+
+    /** A back-end's or front-end's status; null for a domain of neither role. */
+    private DomainStatus roleStatus(Outcome o, String uuid, String state, GpuElement element, List<SlotLedger.Assignment> ledger) {
+        String provisioning = provisioningWord(o);
+        String detail = o.detail();
+        if (!o.foreign().isEmpty()) {
+            detail = "carries " + Outcome.describeForeign(o.foreign()) + "; reconcile removes it" + (detail.isEmpty() ? "" : "; " + detail);
+        }
+        String lastError = o.isProblem() ? detail : null;
+        if (element.backendRole()) {
+            return new DomainStatus(o.domain(), uuid, state, provisioning, detail, o.isProblem(), null, lastError,
+                    backendStatus(uuid, element, ledger), null);
+        }
+        return new DomainStatus(o.domain(), uuid, state, provisioning, detail, o.isProblem(), null, lastError, null,
+                frontendStatus(uuid, ledger));
+    }
+
+    private BackendStatus backendStatus(String uuid, GpuElement element, List<SlotLedger.Assignment> ledger) {
+        BackendPaths paths = BackendPaths.of(uuid, host);
+        int count = element.slotCount();
+        boolean running = Files.exists(paths.runningMarker());
+        List<SlotStatus> slots = new ArrayList<>();
+        Integer agentPid = null;
+        String agent = "no control region (the back-end has not started since boot)";
+        String agentMessage = null;
+        ControlRegion.View view = null;
+        if (Files.exists(paths.controlFile())) {
+            try (ControlRegion control = ControlRegion.open(paths.controlFile())) {
+                long before = control.header().agentHeartbeatVolatile();
+                long deadline = System.nanoTime() + AGENT_LOOK_MS * 1_000_000;
+                boolean beats = false;
+                while (!beats && running && System.nanoTime() < deadline) {
+                    ServerProcesses.sleep(50);
+                    beats = control.header().agentHeartbeatVolatile() != before;
+                }
+                view = control.view(count);
+                agentPid = view.agentPid() == 0 ? null : view.agentPid();
+                agent = beats ? "alive" : view.agentHeartbeat() == 0 ? "none since the back-end started"
+                        : running ? "heartbeat stopped (no beat in " + AGENT_LOOK_MS + " ms)" : "back-end not running";
+                agentMessage = view.agentMessage().isEmpty() ? null : view.agentMessage();
+            } catch (IOException e) {
+                agent = "control region unreadable: " + e.getMessage();
+            }
+        }
+        for (int k = 0; k < count; k++) {
+            java.util.Optional<SlotLedger.Assignment> a = SlotLedger.ofSlot(ledger, uuid, k);
+            ControlRegion.SlotView v = view == null ? null : view.slots().get(k);
+            slots.add(new SlotStatus(k, a.map(SlotLedger.Assignment::frontendName).orElse(null),
+                    a.map(SlotLedger.Assignment::frontendUuid).orElse(null),
+                    v == null ? null : v.assigned() ? "ASSIGNED" : "FREE", v == null ? null : v.serverStateName(),
+                    v == null || v.serverPid() == 0 ? null : v.serverPid(),
+                    v == null || v.serverMessage().isEmpty() ? null : v.serverMessage()));
+        }
+        return new BackendStatus(count, element.size().orElse(host.defaultSize()), running, agentPid, agent, agentMessage, slots);
+    }
+
+    private FrontendStatus frontendStatus(String uuid, List<SlotLedger.Assignment> ledger) {
+        java.util.Optional<SlotLedger.Assignment> a = SlotLedger.ofFrontend(ledger, uuid);
+        if (a.isEmpty()) {
+            return new FrontendStatus(null, null, null, null, null);
+        }
+        String backendName = a.get().backendUuid();
+        try {
+            Domain d = connection.domainLookupByUUIDString(a.get().backendUuid());
+            try {
+                backendName = d.getName();
+            } finally {
+                d.free();
+            }
+        } catch (LibvirtException e) {
+            // shown by UUID
+        }
+        String slotState = null;
+        String server = null;
+        Path control = BackendPaths.of(a.get().backendUuid(), host).controlFile();
+        if (Files.exists(control)) {
+            try (ControlRegion c = ControlRegion.open(control)) {
+                ControlRegion.SlotView v = c.view(a.get().slot() + 1).slots().get(a.get().slot());
+                boolean ours = uuid.equals(v.frontendUuid());
+                slotState = v.assigned() ? (ours ? "ASSIGNED" : "ASSIGNED to another") : "FREE";
+                server = v.assigned() && ours ? v.serverStateName() : null;
+            } catch (IOException e) {
+                slotState = "unreadable";
+            }
+        }
+        return new FrontendStatus(backendName, a.get().backendUuid(), a.get().slot(), slotState, server);
     }
 
     static String provisioningWord(Outcome o) {

@@ -26,6 +26,10 @@ final class StatusTable {
         for (StatusReport.DomainStatus d : report.domains()) {
             StatusReport.Server s = d.server();
             String error = d.lastError() == null ? "-" : d.lastError();
+            if (d.backend() != null || d.frontend() != null) {
+                rows.add(new String[] {d.name(), d.state(), d.provisioning(), roleServer(d), "-", "-", "-", "-", "-", "-", "-", error});
+                continue;
+            }
             if (s == null) {
                 rows.add(new String[] {d.name(), d.state(), d.provisioning(), "-", "-", "-", "-", "-", "-", "-", "-", error});
                 continue;
@@ -48,6 +52,39 @@ final class StatusTable {
                 line.append(i == row.length - 1 ? row[i] : String.format("%-" + widths[i] + "s  ", row[i]));
             }
             out.println(line.toString().stripTrailing());
+        }
+        for (StatusReport.DomainStatus d : report.domains()) {
+            if (d.backend() != null) {
+                printBackend(d, out);
+            }
+        }
+    }
+
+    /** The SERVER cell of a back-end ({@code back-end, agent alive}) or front-end ({@code via gpu-be slot 2: SERVING}). */
+    static String roleServer(StatusReport.DomainStatus d) {
+        if (d.backend() != null) {
+            return "back-end, agent " + d.backend().agent();
+        }
+        StatusReport.FrontendStatus f = d.frontend();
+        if (f.slot() == null) {
+            return "front-end, no slot";
+        }
+        return "via " + f.backend() + " slot " + f.slot() + ": " + (f.server() != null ? f.server()
+                : f.slotState() == null ? "not started" : f.slotState());
+    }
+
+    /** Below the table, one block per back-end: its agent and each slot. */
+    static void printBackend(StatusReport.DomainStatus d, PrintWriter out) {
+        StatusReport.BackendStatus b = d.backend();
+        out.println();
+        out.println("back-end " + d.name() + ": " + b.slotCount() + " slots of " + StatusReport.bytes(b.slotSize())
+                + (b.running() ? ", running" : ", not running") + "; agent " + b.agent()
+                + (b.agentPid() == null ? "" : ", pid " + b.agentPid()) + (b.agentMessage() == null ? "" : " (" + b.agentMessage() + ")"));
+        for (StatusReport.SlotStatus s : b.slots()) {
+            out.println("  slot " + s.slot() + ": " + (s.frontend() == null ? "free" : s.frontend())
+                    + (s.state() == null ? "" : ", " + s.state())
+                    + (s.server() == null ? "" : ", server " + s.server()) + (s.serverPid() == null ? "" : " pid " + s.serverPid())
+                    + (s.serverMessage() == null ? "" : " (" + s.serverMessage() + ")"));
         }
     }
 

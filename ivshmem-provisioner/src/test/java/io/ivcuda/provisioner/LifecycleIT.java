@@ -10,12 +10,16 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ivcuda.provisioner.LibvirtTestHost.Result;
+import io.ivcuda.common.BackendPaths;
+import io.ivcuda.common.ControlRegion;
 import io.ivcuda.common.DomainXml;
 import io.ivcuda.common.GpuElement;
 import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.InstancePaths;
 import io.ivcuda.common.Mode;
 import io.ivcuda.common.ShmemDevice;
+import io.ivcuda.common.SlotLedger;
+import io.ivcuda.wire.BackendSlotFlyweight;
 import io.ivcuda.wire.HeaderFlyweight;
 import java.io.IOException;
 import java.io.RandomAccessFile;
@@ -391,6 +395,69 @@ class LifecycleIT {
         assertTrue(start.status() != 0, start.output());
         assertEquals("ivcuda: region size 300M is not a power of two (e.g. 256M)", hookFirstLine(start.output()), start.output());
         assertNothingLeft(InstancePaths.of(virsh("domuuid", name).trim(), host));
+    }
+
+    /**
+     * A back-end and a front-end domain (issue 16) without guests: the provisioner gives the back-end its
+     * control and slot devices and the front-end one slot; the front-end does not start while its back-end is
+     * not running; both QEMUs map the slot's file; the front-end's start gives it the slot in the control
+     * region (no agent runs: nothing to wait for), its stop frees it; the back-end's stop leaves the front-end
+     * running; undefining the front-end frees its slot in the ledger. No cuda-server runs on the host.
+     */
+    @Test
+    @Order(7)
+    void backendAndFrontendDomainsWithoutGuests() throws Exception {
+        String be = PREFIX + "be";
+        String fe = PREFIX + "fe";
+        String ns = "xmlns:ivcuda='" + GpuElement.NAMESPACE + "'";
+        String beUuid = define(be, "<metadata><ivcuda:gpu " + ns + " role='backend' slots='2' size='16M'/></metadata>");
+        BackendPaths paths = BackendPaths.of(beUuid, host);
+        waitFor(() -> shmemNames(be).equals(List.of(paths.controlShmemName(), paths.slotShmemName(0), paths.slotShmemName(1))),
+                "the provisioner gives " + be + " its control region and two slots");
+        String feUuid = define(fe, "<metadata><ivcuda:gpu " + ns + " backend='" + be + "'/></metadata>");
+        waitFor(() -> shmemNames(fe).equals(List.of(paths.slotShmemName(0))), "the provisioner gives " + fe + " slot 0");
+        waitFor(() -> String.valueOf(description(be)).contains("[ivcuda] back-end: 2 slots of 16 MiB, 1 in use"),
+                "the back-end's description counts the slot in use: " + description(be));
+        assertEquals(List.of(new SlotLedger.Assignment(beUuid, 0, feUuid, fe)), SlotLedger.of(host).read().stream()
+                .filter(a -> a.backendUuid().equals(beUuid)).toList());
+
+        Result refused = run(List.of("virsh", "-c", URI, "start", fe));
+        assertTrue(refused.status() != 0, refused.output());
+        assertEquals("ivcuda: back-end domain '" + be + "' is not running; start it first", hookFirstLine(refused.output()),
+                refused.output());
+
+        virsh("start", be);
+        assertTrue(Files.exists(paths.runningMarker()), "started marks the back-end running: " + paths.runningMarker());
+        assertEquals(1L << 20, Files.size(paths.controlFile()));
+        assertEquals(16L << 20, Files.size(paths.slotFile(0)));
+        virsh("start", fe);
+        assertTrue(mappedIvcudaFiles(qemuPid(be)).contains(paths.slotFile(0).toString()), "the back-end's QEMU maps slot 0");
+        assertEquals(List.of(paths.slotFile(0).toString()), mappedIvcudaFiles(qemuPid(fe)), "the front-end's QEMU maps slot 0 only");
+        try (ControlRegion control = ControlRegion.open(paths.controlFile())) {
+            assertEquals(BackendSlotFlyweight.SLOT_ASSIGNED, control.slot(0).stateVolatile());
+            assertEquals(feUuid, control.slot(0).frontendUuid());
+            assertEquals(BackendSlotFlyweight.SLOT_FREE, control.slot(1).stateVolatile());
+        }
+        assertTrue(serverPids(InstancePaths.of(feUuid, host)).isEmpty() && serverPids(InstancePaths.of(beUuid, host)).isEmpty(),
+                "no cuda-server on the host for either");
+
+        virsh("destroy", be);
+        waitFor(() -> !Files.exists(paths.runningMarker()), "release unmarks the back-end");
+        assertTrue(virsh("domstate", fe).contains("running"), "the front-end keeps running without its back-end");
+        virsh("destroy", fe);
+        try (ControlRegion control = ControlRegion.open(paths.controlFile())) {
+            waitFor(() -> control.slot(0).stateVolatile() == BackendSlotFlyweight.SLOT_FREE, "the front-end's release frees its slot");
+        }
+        virsh("undefine", fe);
+        waitFor(() -> {
+            try {
+                return SlotLedger.ofFrontend(SlotLedger.of(host).read(), feUuid).isEmpty();
+            } catch (Exception e) {
+                return false;
+            }
+        }, "undefining the front-end frees its slot in the ledger");
+        virsh("undefine", be);
+        waitFor(() -> !Files.exists(paths.controlFile()), "an undefined back-end's region files go (no slot assigned)");
     }
 
     // ---- checks ----------------------------------------------------------------------------------

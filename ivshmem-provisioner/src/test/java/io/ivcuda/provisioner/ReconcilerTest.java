@@ -185,7 +185,7 @@ class ReconcilerTest {
             {"mode='turbo'", "unknown mode 'turbo' (use plain or doorbell)"},
             {"device='7'", "no GPU 7 on this host (this host configures 1 GPU)"},
             {"device='GPU-12345678-abcd'", "GPU GPU-12345678-abcd is not configured on this host (gpu.<n>.uuid)"},
-            {"flavour='x'", "unknown attribute flavour on <ivcuda:gpu> (known: device, mode, size, quota, share)"},
+            {"flavour='x'", "unknown attribute flavour on <ivcuda:gpu> (known: device, mode, size, quota, share, role, slots, capacity, backend)"},
         };
         for (String[] c : cases) {
             String bad = c[0];

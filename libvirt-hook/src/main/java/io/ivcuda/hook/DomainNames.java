@@ -33,12 +33,15 @@ final class DomainNames {
         this.libvirtXmlDirs = libvirtXmlDirs;
     }
 
+    /** The name of the domain with this UUID, or null when no file names it. */
+    String nameOf(String uuid) {
+        String name = fromInstanceConfig(uuid);
+        return name != null ? name : fromLibvirtXml(uuid);
+    }
+
     /** {@code domain 'NAME'}, or {@code a domain with UUID U} when no file names it. */
     String describe(String uuid) {
-        String name = fromInstanceConfig(uuid);
-        if (name == null) {
-            name = fromLibvirtXml(uuid);
-        }
+        String name = nameOf(uuid);
         return name != null ? "domain '" + name + "'" : "a domain with UUID " + uuid;
     }
 

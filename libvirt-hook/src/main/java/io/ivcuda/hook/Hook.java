@@ -54,16 +54,22 @@ final class Hook {
     private final ServerLauncher launcher;
     private final PrintStream user;
     private final DomainNames domainNames;
+    private final BackendHook backends;
 
     Hook(HostConfig host, ServerLauncher launcher, PrintStream user) {
         this(host, launcher, user, new DomainNames(host.runtimeDir(), DomainNames.LIBVIRT_XML_DIRS));
     }
 
     Hook(HostConfig host, ServerLauncher launcher, PrintStream user, DomainNames domainNames) {
+        this(host, launcher, user, domainNames, new BackendHook(host, domainNames));
+    }
+
+    Hook(HostConfig host, ServerLauncher launcher, PrintStream user, DomainNames domainNames, BackendHook backends) {
         this.host = host;
         this.launcher = launcher;
         this.user = user;
         this.domainNames = domainNames;
+        this.backends = backends;
     }
 
     /** The exit status libvirt gets: non-zero refuses prepare/start/started/migrate/restore. */
@@ -77,10 +83,16 @@ final class Hook {
         try {
             DomainXml domain = DomainXml.parse(xml);
             InstancePaths paths = InstancePaths.of(domain.uuid(), host);
+            GpuElement role = roleElement(domain);
+            java.util.Set<String> own = role == null ? java.util.Set.of(paths.shmemName()) : backends.ownDevices(domain, role);
             switch (operation) {
-                case "prepare begin", "migrate begin", "restore begin" -> refuseForeignDevices(domain);
-                case "reconnect begin" -> warnOfForeignDevices(domain);
+                case "prepare begin", "migrate begin", "restore begin" -> refuseForeignDevices(domain, own);
+                case "reconnect begin" -> warnOfForeignDevices(domain, own);
                 default -> { }
+            }
+            if (role != null) {
+                roleOperation(operation, domain, role);
+                return 0;
             }
             if (!domain.isTagged()) {
                 if (operation.equals("prepare begin") && domain.currentShmem() != null) {
@@ -101,12 +113,7 @@ final class Hook {
                 case "prepare begin" -> prepare(domain, paths);
                 case "release end" -> release(domain, paths);
                 case "reconnect begin" -> reconnect(domain, paths);
-                case "migrate begin" -> throw new HookException("migrating a domain with ivcuda GPU sharing is not supported",
-                        "domain '" + domain.name() + "': its GPU state (contexts, memory, streams) lives in its cuda-server on "
-                                + "the source host and cannot move with it. Shut it down and start it on the other host.");
-                case "restore begin" -> throw new HookException("a saved domain with ivcuda GPU sharing cannot be restored",
-                        "domain '" + domain.name() + "': its GPU state lived in the cuda-server that stopped when it was saved. "
-                                + "Start it afresh (virsh managedsave-remove " + domain.name() + ", or without the save file).");
+                case "migrate begin", "restore begin" -> refuseMoving(operation, domain);
                 default -> LOG.debug("{}: nothing to do for {}", domain.name(), operation);
             }
             return 0;
@@ -123,6 +130,54 @@ final class Hook {
             tell("unexpected failure in the hook: " + e, args[0] + " " + operation + "; see the hook's log ("
                     + HookMain.logLocation(host) + ")");
             return mustSucceed ? 0 : 1;
+        }
+    }
+
+    private static void refuseMoving(String operation, DomainXml domain) throws HookException {
+        if (operation.startsWith("migrate")) {
+            throw new HookException("migrating a domain with ivcuda GPU sharing is not supported",
+                    "domain '" + domain.name() + "': its GPU state (contexts, memory, streams) lives in its cuda-server on "
+                            + "the source host and cannot move with it. Shut it down and start it on the other host.");
+        }
+        throw new HookException("a saved domain with ivcuda GPU sharing cannot be restored",
+                "domain '" + domain.name() + "': its GPU state lived in the cuda-server that stopped when it was saved. "
+                        + "Start it afresh (virsh managedsave-remove " + domain.name() + ", or without the save file).");
+    }
+
+    /** A back-end's or front-end's element (issue 16); null for any other domain, or an element that does not parse. */
+    private static GpuElement roleElement(DomainXml domain) {
+        try {
+            GpuElement element = domain.parseGpuElement();
+            return element != null && (element.backendRole() || element.frontEnd()) ? element : null;
+        } catch (IvcudaConfigException e) {
+            return null; // the host-served path refuses it with the element's own words
+        }
+    }
+
+    /** Back-end and front-end domains: no cuda-server on the host ({@link BackendHook}). */
+    private void roleOperation(String operation, DomainXml domain, GpuElement role) throws HookException, IvcudaConfigException {
+        switch (operation) {
+            case "prepare begin" -> {
+                if (role.backendRole()) {
+                    backends.prepareBackend(domain, role);
+                } else {
+                    backends.prepareFrontend(domain, role);
+                }
+            }
+            case "started begin" -> {
+                if (role.backendRole()) {
+                    backends.startedBackend(domain);
+                }
+            }
+            case "release end" -> {
+                if (role.backendRole()) {
+                    backends.releaseBackend(domain);
+                } else {
+                    backends.releaseFrontend(domain);
+                }
+            }
+            case "migrate begin", "restore begin" -> refuseMoving(operation, domain);
+            default -> LOG.debug("{}: nothing to do for {}", domain.name(), operation);
         }
     }
 
@@ -204,34 +259,41 @@ final class Hook {
      * domain's name. A clone copies the original's device; the provisioner removes it, and until it has,
      * the domain does not start (nor arrive by migration or restore).
      */
-    private void refuseForeignDevices(DomainXml domain) throws HookException {
-        List<String> foreign = domain.foreignShmemNames();
+    private void refuseForeignDevices(DomainXml domain, java.util.Set<String> own) throws HookException {
+        List<String> foreign = domain.foreignShmems(own).stream().map(e -> e.getAttribute("name")).toList();
         if (foreign.isEmpty()) {
             return;
         }
         String first = foreign.get(0);
-        String ownerUuid = DomainXml.uuidOfShmemName(first);
-        String owner = ownerUuid == null ? "no domain (not a name ivcuda makes)" : domainNames.describe(ownerUuid);
+        String owner = owner(first);
         String more = foreign.size() == 1 ? "" : " (and " + (foreign.size() - 1) + " more)";
         StringBuilder detail = new StringBuilder("domain '" + domain.name() + "' has <shmem name='" + first + "'>, the ivcuda "
                 + "device of " + owner + more + ": started with it, its QEMU would map that domain's GPU region. A clone "
                 + "copies the original's device; the ivshmem-provisioner removes it (ivshmem-provisioner provision "
                 + domain.name() + "; is it running?) and gives the domain its own.");
         for (String other : foreign.subList(1, foreign.size())) {
-            String uuid = DomainXml.uuidOfShmemName(other);
-            detail.append("\nAlso <shmem name='").append(other).append("'> of ")
-                    .append(uuid == null ? "no domain" : domainNames.describe(uuid)).append('.');
+            detail.append("\nAlso <shmem name='").append(other).append("'> of ").append(owner(other)).append('.');
         }
         throw new HookException("domain '" + domain.name() + "' carries the ivcuda device of " + owner + more,
                 detail.toString());
     }
 
+    /** Whose an ivcuda device is: a domain's ({@code domain 'NAME'}), a back-end's slot and its holder, or no one's. */
+    private String owner(String shmemName) {
+        String backend = backends.describeDevice(shmemName);
+        if (backend != null) {
+            return backend;
+        }
+        String uuid = DomainXml.uuidOfShmemName(shmemName);
+        return uuid == null ? "no domain (not a name ivcuda makes)" : domainNames.describe(uuid);
+    }
+
     /** reconnect must succeed (a failing reconnect kills the VM): a foreign device is only reported. */
-    private void warnOfForeignDevices(DomainXml domain) {
-        for (String shmemName : domain.foreignShmemNames()) {
-            String uuid = DomainXml.uuidOfShmemName(shmemName);
+    private void warnOfForeignDevices(DomainXml domain, java.util.Set<String> own) {
+        for (org.w3c.dom.Element e : domain.foreignShmems(own)) {
+            String shmemName = e.getAttribute("name");
             String message = "domain '" + domain.name() + "' runs with <shmem name='" + shmemName + "'>, the ivcuda device of "
-                    + (uuid == null ? "no domain" : domainNames.describe(uuid)) + ": shut it down; the provisioner removes the "
+                    + owner(shmemName) + ": shut it down; the provisioner removes the "
                     + "device before its next start";
             LOG.error(message);
             user.println("ivcuda: " + message);
@@ -412,6 +474,10 @@ final class Hook {
      * user (pidfile, socket, status file), group QEMU's (it connects to the doorbell socket), others nothing.
      */
     private void createRuntimeDir() throws HookException {
+        createRuntimeDir(host);
+    }
+
+    static void createRuntimeDir(HostConfig host) throws HookException {
         Path dir = host.runtimeDir();
         try {
             Files.createDirectories(dir);

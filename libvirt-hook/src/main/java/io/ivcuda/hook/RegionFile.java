@@ -43,6 +43,29 @@ final class RegionFile {
         }
     }
 
+    /**
+     * A back-end's region file (issue 16): made as {@link #create} makes one when it is not there, kept as it is
+     * when it is (a running front-end's QEMU may map it, so it is never replaced), refused when its size is
+     * not {@code size} (QEMU would refuse it too, less clearly).
+     */
+    static void ensure(Path path, long size, String ownerUser, String group) throws HookException {
+        if (Files.exists(path)) {
+            long actual;
+            try {
+                actual = Files.size(path);
+            } catch (IOException e) {
+                throw new HookException("cannot read the region file " + path + ": " + e.getMessage(), e);
+            }
+            if (actual != size) {
+                throw new HookException("the region file " + path + " is " + actual + " bytes, not " + size,
+                        path + " is left from a start with another size. Stop the front-ends served by this back-end, "
+                        + "remove the file, and start the back-end again.");
+            }
+            return;
+        }
+        create(path, size, ownerUser, group);
+    }
+
     static UserPrincipal lookupUser(UserPrincipalLookupService lookup, String user) throws HookException, IOException {
         try {
             return lookup.lookupPrincipalByName(user);

@@ -36,6 +36,9 @@ public final class HostKeys {
             "instance configurations, pidfiles, sockets");
     public static final ConfigKey<Path> SHM_DIR = ConfigKey.of("shm.dir", KeyType.PATH, Path.of("/dev/shm"),
             "region files (QEMU's ivshmem-plain looks there)");
+    public static final ConfigKey<Path> STATE_DIR = ConfigKey.of("state.dir", KeyType.PATH, Path.of("/var/lib/ivcuda"),
+            "state kept across reboots: `backend-slots`, which front-end domain holds which back-end slot "
+                    + "(docs/backend-domains.md)");
     public static final ConfigKey<Path> LOG_DIR = ConfigKey.of("log.dir", KeyType.PATH, Path.of("/var/log/ivcuda"),
             "direct-launch server logs; the hook's log where there is no `/dev/log`");
     public static final ConfigKey<String> QEMU_GROUP = ConfigKey.of("qemu.group", KeyType.TEXT, "libvirt-qemu",

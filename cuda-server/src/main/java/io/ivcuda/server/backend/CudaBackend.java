@@ -843,4 +843,16 @@ public interface CudaBackend {
     default int memPoolGetAccess(Out out, long pool, int device) {
         return CuResult.NOT_SUPPORTED;
     }
+
+    // ---- JIT logs of module loads (issue 12) ----
+
+    /**
+     * cuModuleLoadDataEx with {@code count} JIT options (int[] at {@code options}, void*[] at
+     * {@code values}: the logs, their sizes and the wall time, which the driver writes during the
+     * call) → handle. A backend without a JIT compiler (host-memory) has no logs to write: it loads
+     * as {@link #moduleLoadData} does.
+     */
+    default int moduleLoadDataEx(Out out, long image, int count, long options, long values) {
+        return moduleLoadData(out, image);
+    }
 }

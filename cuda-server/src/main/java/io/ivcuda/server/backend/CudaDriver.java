@@ -125,4 +125,7 @@ final class CudaDriver {
     static native int cuSurfObjectCreate(long pSurf, long pResDesc);
     static native int cuSurfObjectDestroy(long surf);
     static native int cuSurfObjectGetResourceDesc(long pResDesc, long surf);
+
+    // ---- JIT logs of module loads (issue 12) ----
+    static native int cuModuleLoadDataEx(long pmodule, long image, int numOptions, long options, long optionValues);
 }

@@ -748,40 +748,11 @@ public final class JnaCudaBackend implements CudaBackend {
 
     // ---- strided copies (issue 12) ----
 
-    /** sizeof(CUDA_MEMCPY3D) in cuda.h (LP64) and the offsets of the fields set here. */
-    private static final int MEMCPY3D_SIZE = 200;
-    private static final int SRC_MEMORY_TYPE = 32, SRC_HOST = 40, SRC_DEVICE = 48, SRC_PITCH = 72, SRC_HEIGHT = 80;
-    private static final int DST_MEMORY_TYPE = 120, DST_HOST = 128, DST_DEVICE = 136, DST_PITCH = 160, DST_HEIGHT = 168;
-    private static final int WIDTH = 176, HEIGHT = 184, DEPTH = 192;
-
-    /** One CUDA_MEMCPY3D per worker thread: the driver reads it during the call only. */
-    private static final ThreadLocal<Long> MEMCPY3D = ThreadLocal.withInitial(() -> UnsafeApi.allocateMemory(MEMCPY3D_SIZE));
-
     @Override
     public int memcpy3D(int dstType, long dst, long dstPitch, long dstHeight, int srcType, long src, long srcPitch,
                         long srcHeight, long width, long height, long depth, long stream, boolean async) {
-        long p = memcpy3DParams(dstType, dst, dstPitch, dstHeight, srcType, src, srcPitch, srcHeight, width, height,
-                depth);
-        return async ? cuMemcpy3DAsync_v2(p, stream) : cuMemcpy3D_v2(p);
-    }
-
-    /** This thread's CUDA_MEMCPY3D, filled: valid until its next use on the thread. */
-    private static long memcpy3DParams(int dstType, long dst, long dstPitch, long dstHeight, int srcType, long src,
-                                       long srcPitch, long srcHeight, long width, long height, long depth) {
-        long p = MEMCPY3D.get();
-        UnsafeApi.setMemory(p, MEMCPY3D_SIZE, (byte) 0);
-        UnsafeApi.putInt(p + SRC_MEMORY_TYPE, srcType);
-        UnsafeApi.putLong(p + (srcType == MEMORYTYPE_HOST ? SRC_HOST : SRC_DEVICE), src);
-        UnsafeApi.putLong(p + SRC_PITCH, srcPitch);
-        UnsafeApi.putLong(p + SRC_HEIGHT, srcHeight);
-        UnsafeApi.putInt(p + DST_MEMORY_TYPE, dstType);
-        UnsafeApi.putLong(p + (dstType == MEMORYTYPE_HOST ? DST_HOST : DST_DEVICE), dst);
-        UnsafeApi.putLong(p + DST_PITCH, dstPitch);
-        UnsafeApi.putLong(p + DST_HEIGHT, dstHeight);
-        UnsafeApi.putLong(p + WIDTH, width);
-        UnsafeApi.putLong(p + HEIGHT, height);
-        UnsafeApi.putLong(p + DEPTH, depth);
-        return p;
+        return Memcpy3D.call(dstType, dst, 0, 0, 0, dstPitch, dstHeight, srcType, src, 0, 0, 0, srcPitch, srcHeight,
+                width, height, depth, p -> async ? cuMemcpy3DAsync_v2(p, stream) : cuMemcpy3D_v2(p));
     }
 
     @Override
@@ -833,13 +804,14 @@ public final class JnaCudaBackend implements CudaBackend {
 
     @Override
     public int memPoolSetAttribute(long pool, int attribute, long value) {
-        long p = MEMCPY3D.get();
-        if (intAttribute(attribute)) {
-            UnsafeApi.putInt(p, (int) value);
-        } else {
-            UnsafeApi.putLong(p, value);
+        try (NativeStruct v = NativeStruct.zeroed(8)) {
+            if (intAttribute(attribute)) {
+                UnsafeApi.putInt(v.address, (int) value);
+            } else {
+                UnsafeApi.putLong(v.address, value);
+            }
+            return cuMemPoolSetAttribute(pool, attribute, v.address);
         }
-        return cuMemPoolSetAttribute(pool, attribute, p);
     }
 
     @Override
@@ -1243,14 +1215,6 @@ public final class JnaCudaBackend implements CudaBackend {
     /** CU_GRAPH_NODE_TYPE_CONDITIONAL */
     private static final int NODE_TYPE_CONDITIONAL = 13;
 
-    /** One parameter block per worker thread, as large as the largest: the driver reads it during the call only. */
-    private static final ThreadLocal<Long> NODE_PARAMS = ThreadLocal.withInitial(() -> UnsafeApi.allocateMemory(NODE_PARAMS_SIZE));
-
-    private static long nodeParams(int size) {
-        long p = NODE_PARAMS.get();
-        UnsafeApi.setMemory(p, size, (byte) 0);
-        return p;
-    }
 
     @Override
     public int graphKernelNode(Out o, int op, long graph, long node, long exec, long deps, long count, long function,
@@ -1259,19 +1223,21 @@ public final class JnaCudaBackend implements CudaBackend {
         if (!GraphNodes.LOADED) {
             return CuResult.NOT_SUPPORTED;
         }
-        long p = nodeParams(KERNEL_NODE_SIZE);
-        UnsafeApi.putLong(p, function);
-        int[] dims = {gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMemBytes};
-        for (int i = 0; i < dims.length; i++) {
-            UnsafeApi.putInt(p + 8 + 4L * i, dims[i]);
+        try (NativeStruct d = NativeStruct.zeroed(KERNEL_NODE_SIZE)) {
+            long p = d.address;
+            UnsafeApi.putLong(p, function);
+            int[] dims = {gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMemBytes};
+            for (int i = 0; i < dims.length; i++) {
+                UnsafeApi.putInt(p + 8 + 4L * i, dims[i]);
+            }
+            UnsafeApi.putLong(p + 40, kernelParams);
+            return switch (op) {
+                case NODE_ADD -> added(o, CudaDriverGraphNodes.cuGraphAddKernelNode_v2(s(o, 0), graph, deps, count, p));
+                case NODE_SET -> CudaDriverGraphNodes.cuGraphKernelNodeSetParams_v2(node, p);
+                case NODE_EXEC_SET -> CudaDriverGraphNodes.cuGraphExecKernelNodeSetParams_v2(exec, node, p);
+                default -> CuResult.INVALID_VALUE;
+            };
         }
-        UnsafeApi.putLong(p + 40, kernelParams);
-        return switch (op) {
-            case NODE_ADD -> added(o, CudaDriverGraphNodes.cuGraphAddKernelNode_v2(s(o, 0), graph, deps, count, p));
-            case NODE_SET -> CudaDriverGraphNodes.cuGraphKernelNodeSetParams_v2(node, p);
-            case NODE_EXEC_SET -> CudaDriverGraphNodes.cuGraphExecKernelNodeSetParams_v2(exec, node, p);
-            default -> CuResult.INVALID_VALUE;
-        };
     }
 
     /** The new node (written to slot 0 by the driver) into o.handle. */
@@ -1286,19 +1252,21 @@ public final class JnaCudaBackend implements CudaBackend {
         if (!GraphNodes.LOADED) {
             return CuResult.NOT_SUPPORTED;
         }
-        long p = nodeParams(MEMSET_NODE_SIZE);
-        UnsafeApi.putLong(p, dst);
-        UnsafeApi.putLong(p + 8, pitch);
-        UnsafeApi.putInt(p + 16, value);
-        UnsafeApi.putInt(p + 20, elementSize);
-        UnsafeApi.putLong(p + 24, width);
-        UnsafeApi.putLong(p + 32, height);
-        return switch (op) {
-            case NODE_ADD -> added(o, CudaDriverGraphNodes.cuGraphAddMemsetNode(s(o, 0), graph, deps, count, p, ctx));
-            case NODE_SET -> CudaDriverGraphNodes.cuGraphMemsetNodeSetParams(node, p);
-            case NODE_EXEC_SET -> CudaDriverGraphNodes.cuGraphExecMemsetNodeSetParams(exec, node, p, ctx);
-            default -> CuResult.INVALID_VALUE;
-        };
+        try (NativeStruct d = NativeStruct.zeroed(MEMSET_NODE_SIZE)) {
+            long p = d.address;
+            UnsafeApi.putLong(p, dst);
+            UnsafeApi.putLong(p + 8, pitch);
+            UnsafeApi.putInt(p + 16, value);
+            UnsafeApi.putInt(p + 20, elementSize);
+            UnsafeApi.putLong(p + 24, width);
+            UnsafeApi.putLong(p + 32, height);
+            return switch (op) {
+                case NODE_ADD -> added(o, CudaDriverGraphNodes.cuGraphAddMemsetNode(s(o, 0), graph, deps, count, p, ctx));
+                case NODE_SET -> CudaDriverGraphNodes.cuGraphMemsetNodeSetParams(node, p);
+                case NODE_EXEC_SET -> CudaDriverGraphNodes.cuGraphExecMemsetNodeSetParams(exec, node, p, ctx);
+                default -> CuResult.INVALID_VALUE;
+            };
+        }
     }
 
     @Override
@@ -1308,14 +1276,14 @@ public final class JnaCudaBackend implements CudaBackend {
         if (!GraphNodes.LOADED) {
             return CuResult.NOT_SUPPORTED;
         }
-        long p = memcpy3DParams(dstType, dst, dstPitch, dstHeight, srcType, src, srcPitch, srcHeight, width, height,
-                depth);
-        return switch (op) {
-            case NODE_ADD -> added(o, CudaDriverGraphNodes.cuGraphAddMemcpyNode(s(o, 0), graph, deps, count, p, ctx));
-            case NODE_SET -> CudaDriverGraphNodes.cuGraphMemcpyNodeSetParams(node, p);
-            case NODE_EXEC_SET -> CudaDriverGraphNodes.cuGraphExecMemcpyNodeSetParams(exec, node, p, ctx);
-            default -> CuResult.INVALID_VALUE;
-        };
+        return Memcpy3D.call(dstType, dst, 0, 0, 0, dstPitch, dstHeight, srcType, src, 0, 0, 0, srcPitch, srcHeight,
+                width, height, depth, p -> switch (op) {
+                    case NODE_ADD -> added(o, CudaDriverGraphNodes.cuGraphAddMemcpyNode(s(o, 0), graph, deps, count, p,
+                            ctx));
+                    case NODE_SET -> CudaDriverGraphNodes.cuGraphMemcpyNodeSetParams(node, p);
+                    case NODE_EXEC_SET -> CudaDriverGraphNodes.cuGraphExecMemcpyNodeSetParams(exec, node, p, ctx);
+                    default -> CuResult.INVALID_VALUE;
+                });
     }
 
     @Override
@@ -1323,15 +1291,17 @@ public final class JnaCudaBackend implements CudaBackend {
         if (!GraphNodes.LOADED) {
             return CuResult.NOT_SUPPORTED;
         }
-        long p = nodeParams(HOST_NODE_SIZE);
-        UnsafeApi.putLong(p, Graphs.HOST_FN_POINTER);
-        UnsafeApi.putLong(p + 8, key);
-        return switch (op) {
-            case NODE_ADD -> added(o, CudaDriverGraphNodes.cuGraphAddHostNode(s(o, 0), graph, deps, count, p));
-            case NODE_SET -> CudaDriverGraphNodes.cuGraphHostNodeSetParams(node, p);
-            case NODE_EXEC_SET -> CudaDriverGraphNodes.cuGraphExecHostNodeSetParams(exec, node, p);
-            default -> CuResult.INVALID_VALUE;
-        };
+        try (NativeStruct d = NativeStruct.zeroed(HOST_NODE_SIZE)) {
+            long p = d.address;
+            UnsafeApi.putLong(p, Graphs.HOST_FN_POINTER);
+            UnsafeApi.putLong(p + 8, key);
+            return switch (op) {
+                case NODE_ADD -> added(o, CudaDriverGraphNodes.cuGraphAddHostNode(s(o, 0), graph, deps, count, p));
+                case NODE_SET -> CudaDriverGraphNodes.cuGraphHostNodeSetParams(node, p);
+                case NODE_EXEC_SET -> CudaDriverGraphNodes.cuGraphExecHostNodeSetParams(exec, node, p);
+                default -> CuResult.INVALID_VALUE;
+            };
+        }
     }
 
     @Override
@@ -1353,15 +1323,17 @@ public final class JnaCudaBackend implements CudaBackend {
         }
         // CUgraphNodeParams: the type, then at 16 the CUDA_CONDITIONAL_NODE_PARAMS (handle, type,
         // size, phGraph_out, which the driver points at its own array, ctx)
-        long p = nodeParams(NODE_PARAMS_SIZE);
-        UnsafeApi.putInt(p, NODE_TYPE_CONDITIONAL);
-        UnsafeApi.putLong(p + 16, handle);
-        UnsafeApi.putInt(p + 24, type);
-        UnsafeApi.putInt(p + 28, size);
-        UnsafeApi.putLong(p + 40, ctx);
-        int r = added(o, CudaDriverGraphNodes.cuGraphAddNode(s(o, 0), graph, deps, count, p));
-        o.address = r == CuResult.SUCCESS ? UnsafeApi.getLong(p + 32) : 0;
-        return r;
+        try (NativeStruct d = NativeStruct.zeroed(NODE_PARAMS_SIZE)) {
+            long p = d.address;
+            UnsafeApi.putInt(p, NODE_TYPE_CONDITIONAL);
+            UnsafeApi.putLong(p + 16, handle);
+            UnsafeApi.putInt(p + 24, type);
+            UnsafeApi.putInt(p + 28, size);
+            UnsafeApi.putLong(p + 40, ctx);
+            int r = added(o, CudaDriverGraphNodes.cuGraphAddNode(s(o, 0), graph, deps, count, p));
+            o.address = r == CuResult.SUCCESS ? UnsafeApi.getLong(p + 32) : 0;
+            return r;
+        }
     }
 
     // ---- sharing: the host's NVML for the guest's (issue 15, docs/sharing.md) ----
@@ -1589,42 +1561,13 @@ public final class JnaCudaBackend implements CudaBackend {
         return r;
     }
 
-    /** CUDA_MEMCPY3D: the X/Y/Z and array fields of each side (the others are named in memcpy3D's block). */
-    private static final int SRC_X = 0, SRC_Y = 8, SRC_Z = 16, SRC_ARRAY = 56;
-    private static final int DST_X = 88, DST_Y = 96, DST_Z = 104, DST_ARRAY = 144;
-
     @Override
     public int memcpy3DArray(int dstType, long dst, long dstX, long dstY, long dstZ, long dstPitch, long dstHeight,
                              int srcType, long src, long srcX, long srcY, long srcZ, long srcPitch, long srcHeight,
                              long width, long height, long depth, long stream, boolean async) {
-        long p = MEMCPY3D.get();
-        UnsafeApi.setMemory(p, MEMCPY3D_SIZE, (byte) 0);
-        UnsafeApi.putInt(p + SRC_MEMORY_TYPE, srcType);
-        if (srcType == MEMORYTYPE_ARRAY) {
-            UnsafeApi.putLong(p + SRC_ARRAY, src);
-            UnsafeApi.putLong(p + SRC_X, srcX);
-            UnsafeApi.putLong(p + SRC_Y, srcY);
-            UnsafeApi.putLong(p + SRC_Z, srcZ);
-        } else {
-            UnsafeApi.putLong(p + (srcType == MEMORYTYPE_HOST ? SRC_HOST : SRC_DEVICE), src);
-            UnsafeApi.putLong(p + SRC_PITCH, srcPitch);
-            UnsafeApi.putLong(p + SRC_HEIGHT, srcHeight);
-        }
-        UnsafeApi.putInt(p + DST_MEMORY_TYPE, dstType);
-        if (dstType == MEMORYTYPE_ARRAY) {
-            UnsafeApi.putLong(p + DST_ARRAY, dst);
-            UnsafeApi.putLong(p + DST_X, dstX);
-            UnsafeApi.putLong(p + DST_Y, dstY);
-            UnsafeApi.putLong(p + DST_Z, dstZ);
-        } else {
-            UnsafeApi.putLong(p + (dstType == MEMORYTYPE_HOST ? DST_HOST : DST_DEVICE), dst);
-            UnsafeApi.putLong(p + DST_PITCH, dstPitch);
-            UnsafeApi.putLong(p + DST_HEIGHT, dstHeight);
-        }
-        UnsafeApi.putLong(p + WIDTH, width);
-        UnsafeApi.putLong(p + HEIGHT, height);
-        UnsafeApi.putLong(p + DEPTH, depth);
-        return async ? cuMemcpy3DAsync_v2(p, stream) : cuMemcpy3D_v2(p);
+        return Memcpy3D.call(dstType, dst, dstX, dstY, dstZ, dstPitch, dstHeight, srcType, src, srcX, srcY, srcZ,
+                srcPitch, srcHeight, width, height, depth,
+                p -> async ? cuMemcpy3DAsync_v2(p, stream) : cuMemcpy3D_v2(p));
     }
 
     @Override
@@ -1759,12 +1702,12 @@ public final class JnaCudaBackend implements CudaBackend {
         return Vmm.LOADED ? CudaDriverVmm.cuMemUnmap(ptr, size) : CuResult.NOT_SUPPORTED;
     }
 
-    /** A CUmemAccessDesc (12 bytes: location type, location id, flags) in thread-local memory. */
-    private static final ThreadLocal<Long> ACCESS_DESC = ThreadLocal.withInitial(() -> UnsafeApi.allocateMemory(16));
+    /** sizeof(CUmemAccessDesc) (cuda.h): the location (type, id), then the flags. */
+    private static final int ACCESS_DESC_SIZE = 12;
 
-    /** One CUmemAccessDesc for {@code device} (thread-local memory): its location, then the flags. */
-    private static long accessDesc(int device, int flags) {
-        long d = deviceLocation(ACCESS_DESC.get(), device);
+    /** Writes one CUmemAccessDesc for {@code device} at {@code d}. */
+    private static long accessDesc(long d, int device, int flags) {
+        deviceLocation(d, device);
         UnsafeApi.putInt(d + 8, flags);
         return d;
     }
@@ -1778,7 +1721,12 @@ public final class JnaCudaBackend implements CudaBackend {
 
     @Override
     public int memSetAccess(long ptr, long size, int device, int flags) {
-        return Vmm.LOADED ? CudaDriverVmm.cuMemSetAccess(ptr, size, accessDesc(device, flags), 1) : CuResult.NOT_SUPPORTED;
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        try (NativeStruct d = NativeStruct.zeroed(ACCESS_DESC_SIZE)) {
+            return CudaDriverVmm.cuMemSetAccess(ptr, size, accessDesc(d.address, device, flags), 1);
+        }
     }
 
     @Override
@@ -1847,7 +1795,12 @@ public final class JnaCudaBackend implements CudaBackend {
 
     @Override
     public int memPoolSetAccess(long pool, int device, int flags) {
-        return Vmm.LOADED ? CudaDriverVmm.cuMemPoolSetAccess(pool, accessDesc(device, flags), 1) : CuResult.NOT_SUPPORTED;
+        if (!Vmm.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        try (NativeStruct d = NativeStruct.zeroed(ACCESS_DESC_SIZE)) {
+            return CudaDriverVmm.cuMemPoolSetAccess(pool, accessDesc(d.address, device, flags), 1);
+        }
     }
 
     @Override
@@ -1858,6 +1811,15 @@ public final class JnaCudaBackend implements CudaBackend {
         UnsafeApi.putInt(s(o, 0), 0);
         int r = CudaDriverVmm.cuMemPoolGetAccess(s(o, 0), pool, deviceLocation(s(o, 1), device));
         o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    // ---- JIT logs of module loads (issue 12) ----
+
+    @Override
+    public int moduleLoadDataEx(Out o, long image, int count, long options, long values) {
+        int r = cuModuleLoadDataEx(s(o, 0), image, count, count == 0 ? 0 : options, count == 0 ? 0 : values);
+        o.handle = UnsafeApi.getLong(s(o, 0));
         return r;
     }
 }

@@ -13,7 +13,9 @@ import org.agrona.UnsafeApi;
  * buffers of its own (at most {@link #LIMIT} bytes each) and answers what they hold through
  * {@code ivc_jit_log_read}. The driver writes into them and into the option values during every
  * call of the link state (cuda.h: "optionValues must remain valid for the life of the CUlinkState
- * if output options are used"), so all of it is one native block, freed after cuLinkDestroy.
+ * if output options are used"), so all of it is one native block, freed after cuLinkDestroy. A
+ * module or library load (cuModuleLoadDataEx, cuLibraryLoadData) uses the same block for its one
+ * call; its channel's session keeps it until the next load, for the guest to read the logs.
  */
 public final class JitLogs {
     /** Bytes of each log the server keeps: one response area holds it with room to spare. */
@@ -23,6 +25,8 @@ public final class JitLogs {
     static final int INFO_LOG_BUFFER_SIZE_BYTES = 4;
     static final int ERROR_LOG_BUFFER = 5;
     static final int ERROR_LOG_BUFFER_SIZE_BYTES = 6;
+    /** Marks an option left out (no CUjit_option is negative). */
+    private static final long DROPPED = -1;
 
     /** The block: options (int[]), values (void*[]), the info log, the error log. */
     private final long block;
@@ -63,6 +67,22 @@ public final class JitLogs {
      * refused (a String).
      */
     public static Object parse(DirectBuffer in, int index, int length, long size, int max, LongPredicate safe) {
+        return parse(in, index, length, size, max, safe, false);
+    }
+
+    /**
+     * As {@link #parse(DirectBuffer, int, int, long, int, LongPredicate)} for a module load
+     * (cuModuleLoadDataEx), which always accepted every option: the ones the server passes on
+     * ({@code safe}) go to the driver with the logs and the time, the others are left out, not
+     * refused (docs/kernels.md).
+     */
+    public static Object parseDroppingOthers(DirectBuffer in, int index, int length, long size, int max,
+                                             LongPredicate safe) {
+        return parse(in, index, length, size, max, safe, true);
+    }
+
+    private static Object parse(DirectBuffer in, int index, int length, long size, int max, LongPredicate safe,
+                                boolean dropOthers) {
         int count = length / 16;
         if (length != size || length % 16 != 0 || count > max) {
             return "jitOptionsSize " + size + " is not (option, value) pairs of at most " + max;
@@ -80,6 +100,10 @@ public final class JitLogs {
                     return "JIT log size " + value[i] + " is not in 1.." + 0xFFFF_FFFFL;
                 }
                 int bytes = (int) Math.min(value[i], LIMIT);
+                // each log once: a second would take two more driver slots than were counted
+                if ((option[i] == INFO_LOG_BUFFER_SIZE_BYTES ? info : error) != 0) {
+                    return "JIT option " + option[i] + " is given twice";
+                }
                 if (option[i] == INFO_LOG_BUFFER_SIZE_BYTES) {
                     info = bytes;
                 } else {
@@ -88,10 +112,17 @@ public final class JitLogs {
             } else if (option[i] == WALL_TIME) {
                 wall = true;
             } else if (!safe.test(option[i])) {
-                return "JIT option " + option[i] + " is not one the server passes on";
+                if (!dropOthers) {
+                    return "JIT option " + option[i] + " is not one the server passes on";
+                }
+                option[i] = DROPPED;
             }
         }
-        int driverCount = count + (info > 0 ? 1 : 0) + (error > 0 ? 1 : 0);
+        int dropped = 0;
+        for (long o : option) {
+            dropped += o == DROPPED ? 1 : 0;
+        }
+        int driverCount = count - dropped + (info > 0 ? 1 : 0) + (error > 0 ? 1 : 0);
         JitLogs j = new JitLogs(driverCount, info, error, driverCount);
         int n = 0;
         for (int i = 0; i < count; i++) {
@@ -103,7 +134,7 @@ public final class JitLogs {
             } else if (option[i] == WALL_TIME) {
                 j.wallSlot = n;
                 j.put(n++, WALL_TIME, 0);
-            } else {
+            } else if (option[i] != DROPPED) {
                 j.put(n++, (int) option[i], value[i]);
             }
         }

@@ -8,6 +8,7 @@ import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.core.DeviceRanges;
 import io.ivcuda.server.core.HandleTable;
+import io.ivcuda.server.core.JitLogs;
 import io.ivcuda.server.core.Libraries;
 import io.ivcuda.server.gen.LibraryCalls;
 import io.ivcuda.server.gen.Reply;
@@ -50,18 +51,18 @@ final class LibraryHandler implements LibraryCalls {
     @Override
     public int ivc_library_load(Reply r, DirectBuffer in, long imageHash, long imageSize, int sendImage,
                                 int jitOptionsIndex, int jitOptionsLength, long jitOptionsSize) {
-        // the options are read (once) before the image moves, which follows whatever they hold
-        long options = session.out.scratch + 64;
-        long values = options + 4L * MAX_JIT_OPTIONS;
-        int count = jitOptionsLength / 16;
-        String bad = jitOptions(in, jitOptionsIndex, jitOptionsLength, jitOptionsSize, options, values);
-        if (bad != null) {
+        // the options are read (once) before the image moves, which follows whatever they hold; the
+        // logs and the time asked for are the driver's, kept on the session for ivc_jit_log_read
+        Object parsed = JitLogs.parse(in, jitOptionsIndex, jitOptionsLength, jitOptionsSize, MAX_JIT_OPTIONS,
+                LibraryHandler::safeJitOption);
+        if (parsed instanceof String bad) {
             session.warn("jitOptions", bad, CuResult.INVALID_VALUE);
             return sendImage != 0 && !session.chunks.discard(imageSize) ? CuResult.DEVICE_UNAVAILABLE : CuResult.INVALID_VALUE;
         }
-        int n = count;
+        JitLogs logs = (JitLogs) parsed;
+        session.keepLoadLogs(logs);
         int result = ImageUpload.load(session, imageHash, imageSize, sendImage,
-                address -> session.cuda.libraryLoadData(session.out, address, options, values, n));
+                address -> session.cuda.libraryLoadData(session.out, address, logs.options(), logs.values(), logs.count()));
         if (result == CuResult.SUCCESS) {
             r.set(0, session.vm.handles().mint(KIND_LIBRARY, session.token(), session.out.handle, 0));
         }
@@ -71,7 +72,7 @@ final class LibraryHandler implements LibraryCalls {
     /**
      * Copies (option, value) pairs into {@code options} (int[]) and {@code values} (void*[]) for the
      * driver, {@code length / 16} of them; null, or why they are refused (not whole pairs, more than
-     * {@link #MAX_JIT_OPTIONS}, an option the server does not pass on). Libraries and the linker.
+     * {@link #MAX_JIT_OPTIONS}, an option the server does not pass on). cuLinkAddData's options.
      */
     static String jitOptions(DirectBuffer in, int index, int length, long size, long options, long values) {
         int count = length / 16;

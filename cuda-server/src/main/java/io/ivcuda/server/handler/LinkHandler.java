@@ -47,14 +47,15 @@ final class LinkHandler implements LinkerCalls {
 
     /**
      * Log {@code which} (0 info, 1 error) of the link state as the driver wrote it so far, cut to the
-     * guest's capacity with its NUL; the driver's own count of what it filled; the wall time.
+     * guest's capacity with its NUL; the driver's own count of what it filled; the wall time. State 0:
+     * the logs of this channel's last module or library load.
      */
     @Override
     public int ivc_jit_log_read(Reply r, int capacity, int which, long state) {
         if (which != 0 && which != 1) {
             return session.refuse("which", which + " is not 0 (info) or 1 (error)", CuResult.INVALID_VALUE);
         }
-        JitLogs logs = session.vm.libraries().linkLogsOf(state);
+        JitLogs logs = state == 0 ? session.loadLogs() : session.vm.libraries().linkLogsOf(state);
         int room = r.outbufCapacity();
         r.set(0, 0);
         r.set(1, logs == null ? 0 : logs.wallTimeBits());

@@ -5,6 +5,7 @@ import static io.ivcuda.server.core.HandleTable.KIND_MODULE;
 
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.core.DeviceRanges;
+import io.ivcuda.server.core.JitLogs;
 import io.ivcuda.server.gen.ModuleCalls;
 import io.ivcuda.server.gen.Reply;
 import org.agrona.DirectBuffer;
@@ -12,7 +13,8 @@ import org.agrona.DirectBuffer;
 /**
  * Modules: images arrive through the window and are kept per VM by (hash, size), so a second
  * process loading the same image sends only its hash; functions and globals of a module. A
- * function's handle remembers its module, whose unload removes it.
+ * function's handle remembers its module, whose unload removes it. cuModuleLoadDataEx's JIT logs
+ * and wall time are the driver's, kept on the session for ivc_jit_log_read (docs/kernels.md).
  */
 final class ModuleHandler implements ModuleCalls {
     private final Session session;
@@ -24,8 +26,21 @@ final class ModuleHandler implements ModuleCalls {
     @Override
     public int ivc_module_load(Reply r, DirectBuffer in, long imageHash, long imageSize, int sendImage,
                                int jitOptionsIndex, int jitOptionsLength, long jitOptionsSize) {
-        int result = ImageUpload.load(session, imageHash, imageSize, sendImage,
-                address -> session.cuda.moduleLoadData(session.out, address));
+        // the options are read (once) before the image moves, which follows whatever they hold; the
+        // ones the server passes on go to the driver with the logs and the time (CU_JIT_LOG_VERBOSE
+        // makes the info log), the others are left out as they always were for modules
+        Object parsed = JitLogs.parseDroppingOthers(in, jitOptionsIndex, jitOptionsLength, jitOptionsSize,
+                LibraryHandler.MAX_JIT_OPTIONS, LibraryHandler::safeJitOption);
+        if (parsed instanceof String bad) {
+            session.warn("jitOptions", bad, CuResult.INVALID_VALUE);
+            return sendImage != 0 && !session.chunks.discard(imageSize) ? CuResult.DEVICE_UNAVAILABLE
+                    : CuResult.INVALID_VALUE;
+        }
+        JitLogs logs = (JitLogs) parsed;
+        session.keepLoadLogs(logs); // read by the guest after the call, failed loads too (the error log)
+        int result = ImageUpload.load(session, imageHash, imageSize, sendImage, address -> logs.count() == 0
+                ? session.cuda.moduleLoadData(session.out, address)
+                : session.cuda.moduleLoadDataEx(session.out, address, logs.count(), logs.options(), logs.values()));
         return result == CuResult.SUCCESS ? minted(r, session.out.handle) : result;
     }
 

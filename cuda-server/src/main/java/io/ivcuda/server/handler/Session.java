@@ -50,6 +50,12 @@ public final class Session implements Checks {
     private int pinnedHandleCount;
     private DeviceRanges.Range[] pinnedRanges = new DeviceRanges.Range[8];
     private int pinnedRangeCount;
+    /**
+     * The JIT options, logs and outputs of this channel's last module or library load, for the guest
+     * to read after the call (ivc_jit_log_read of link state 0); freed at the next load or when the
+     * session ends. One per channel, at most two {@link io.ivcuda.server.core.JitLogs#LIMIT} logs.
+     */
+    private io.ivcuda.server.core.JitLogs loadLogs;
 
     Session(Vm vm, int index, long token, ChannelFlyweight channel, ChunkStream chunks, Reclaimer reclaimer) {
         this.vm = vm;
@@ -131,6 +137,20 @@ public final class Session implements Checks {
     /** ivc_goodbye, ivc_process_exit: the next call must be a hello again. */
     void close() {
         greeted = false;
+        keepLoadLogs(null);
+    }
+
+    /** A load's JIT logs replace the last load's (freed: the driver wrote them during its call only). */
+    void keepLoadLogs(io.ivcuda.server.core.JitLogs logs) {
+        if (loadLogs != null) {
+            loadLogs.free();
+        }
+        loadLogs = logs;
+    }
+
+    /** The last module or library load's JIT logs on this channel, null if none. */
+    io.ivcuda.server.core.JitLogs loadLogs() {
+        return loadLogs;
     }
 
     void calling(int op) {
@@ -227,6 +247,7 @@ public final class Session implements Checks {
             cuda.ctxSetCurrent(0);
         }
         greeted = false;
+        keepLoadLogs(null);
         out.free();
     }
 
