@@ -1,7 +1,8 @@
 #!/bin/bash
-# Builds the four ivcuda packages from the Maven build's outputs (no network inside the package build):
-#   packaging/out/ivcuda-host_<v>_<arch>.deb, ivcuda-guest_<v>_<arch>.deb, ivcuda-host-<v>.<arch>.rpm,
-#   ivcuda-guest-<v>.<arch>.rpm (the host package holds a program too: ivcuda-integrity-oracle)
+# Builds the six ivcuda packages from the Maven build's outputs (no network inside the package build):
+#   packaging/out/ivcuda-host_<v>_<arch>.deb, ivcuda-guest_<v>_<arch>.deb, ivcuda-backend_<v>_<arch>.deb,
+#   ivcuda-host-<v>.<arch>.rpm, ivcuda-guest-<v>.<arch>.rpm, ivcuda-backend-<v>.<arch>.rpm (the host and
+#   back-end packages hold a program too: ivcuda-integrity-oracle)
 # Usage: packaging/build.sh [--deb-only|--rpm-only]. Runs `mvn -B -q package -DskipTests` first unless the
 # jars and the guest library are already built (IVCUDA_SKIP_MAVEN=1 never builds).
 # Needs: debhelper, dpkg-dev, fakeroot (debs); rpm (rpmbuild; Debian's rpm package is enough); asciidoctor
@@ -26,6 +27,7 @@ built_outputs=(
     guest/target/ivcuda-guest-irqd guest/target/libnvidia-ml.so.1 guest/target/ivcuda-smi host-tools/target/ivcuda-integrity-oracle host-tools/target/ivcuda-syscall-filter cuda-server/target/man libvirt-hook/target/man ivshmem-provisioner/target/man
     cuda-server/target/ivcuda-server.bash-completion libvirt-hook/target/50-ivcuda.bash-completion
     ivshmem-provisioner/target/ivshmem-provisioner.bash-completion
+    backend-agent/target/backend-agent.jar backend-agent/target/man backend-agent/target/ivcuda-backend-agent.bash-completion
 )
 need_build=0
 for f in "${built_outputs[@]}"; do [ -e "$repo/$f" ] || need_build=1; done
@@ -48,9 +50,10 @@ mkdir -p "$out"
 # Man pages: section 8 for the host's commands (they are the admin's), the package version in the footer.
 docs="$out/docs"
 mkdir -p "$docs/man" "$docs/cds"
-for adoc in "$repo"/cuda-server/target/man/*.adoc "$repo"/libvirt-hook/target/man/*.adoc "$repo"/ivshmem-provisioner/target/man/*.adoc; do
+for adoc in "$repo"/cuda-server/target/man/*.adoc "$repo"/libvirt-hook/target/man/*.adoc "$repo"/ivshmem-provisioner/target/man/*.adoc \
+    "$repo"/backend-agent/target/man/*.adoc; do
     sed -e "s/(not built as a package)/$version/g" -e 's/^:manmanual: .*/:manmanual: ivcuda Manual/' \
-        -e 's/\(ivshmem-provisioner[a-z-]*\|ivcuda-server\|50-ivcuda\)(1)/\1(8)/g' "$adoc" > "$docs/$(basename "$adoc")"
+        -e 's/\(ivshmem-provisioner[a-z-]*\|ivcuda-server\|ivcuda-backend-agent\|50-ivcuda\)(1)/\1(8)/g' "$adoc" > "$docs/$(basename "$adoc")"
     asciidoctor -b manpage -D "$docs/man" "$docs/$(basename "$adoc")"
 done
 help2man --no-info --no-discard-stderr --section=1 --version-string="$version" \
@@ -115,7 +118,7 @@ stage_host() {
     install -m 0644 "$repo/packaging/files/apparmor-libvirt-qemu" "$dest/etc/apparmor.d/abstractions/libvirt-qemu.d/ivcuda"
     install -m 0644 "$repo/docs/operations.md" "$repo/templates/grafana-ivcuda.json" "$dest/usr/share/doc/ivcuda/"
     install -m 0644 "$docs"/man/*.8 "$dest/usr/share/man/man8/"
-    rm -f "$dest/usr/share/man/man8/ivcuda-guest-irqd.8"
+    rm -f "$dest/usr/share/man/man8/ivcuda-guest-irqd.8" "$dest/usr/share/man/man8/ivcuda-backend-agent.8"
     for command in ivcuda-server 50-ivcuda ivshmem-provisioner; do
         # sourced, not run: without picocli's "#!/usr/bin/env bash" line
         sed '1{/^#!/d}' "$repo"/*/target/"$command.bash-completion" > "$dest/usr/share/bash-completion/completions/$command"
@@ -128,6 +131,37 @@ stage_host() {
     # the direct launcher's system-call filter (server.syscall.filter; libseccomp opened at run time)
     install -m 0755 "$repo/host-tools/target/ivcuda-syscall-filter" "$dest/usr/libexec/ivcuda/ivcuda-syscall-filter"
     install -m 0644 "$repo/packaging/files/ivcuda.logrotate" "$dest/etc/logrotate.d/ivcuda-host"
+}
+
+# stage_backend DEST UNIT_DIR: inside a back-end GPU domain, the agent and the servers it starts. Its own
+# directories (/usr/share/ivcuda-backend, /usr/libexec/ivcuda-backend): a host may hold ivcuda-host too
+# (a stand-in back-end on the host), and the two must not own the same files.
+stage_backend() {
+    local dest="$1" unit_dir="$2"
+    install -d "$dest/usr/share/ivcuda-backend/lib" "$dest/usr/bin" "$dest/usr/libexec/ivcuda-backend" "$dest/etc/ivcuda" \
+        "$dest/$unit_dir" "$dest/etc/init.d" "$dest/usr/share/man/man8" "$dest/usr/share/bash-completion/completions" \
+        "$dest/usr/share/doc/ivcuda-backend" "$dest/etc/logrotate.d"
+    local module
+    for module in backend-agent cuda-server; do
+        install -m 0644 "$repo/$module/target/$module.jar" "$dest/usr/share/ivcuda-backend/"
+        install -m 0644 "$repo/$module/target/lib/"*.jar "$dest/usr/share/ivcuda-backend/lib/"
+    done
+    install -m 0755 "$repo/packaging/files/ivcuda-backend-agent" "$dest/usr/bin/"
+    # the host's server launcher, with this package's jars
+    sed 's|IVCUDA_HOME="${IVCUDA_HOME:-/usr/share/ivcuda}"|IVCUDA_HOME="${IVCUDA_HOME:-/usr/share/ivcuda-backend}"|' \
+        "$repo/packaging/files/ivcuda-server" > "$dest/usr/libexec/ivcuda-backend/ivcuda-server"
+    grep -q 'share/ivcuda-backend' "$dest/usr/libexec/ivcuda-backend/ivcuda-server" || { echo "server launcher not adapted" >&2; exit 1; }
+    chmod 0755 "$dest/usr/libexec/ivcuda-backend/ivcuda-server"
+    install -m 0755 "$repo/host-tools/target/ivcuda-integrity-oracle" "$dest/usr/libexec/ivcuda-backend/ivcuda-integrity-oracle"
+    install -m 0644 "$repo/templates/backend.properties" "$repo/templates/backend-server.properties" "$dest/etc/ivcuda/"
+    install -m 0644 "$repo/templates/ivcuda-backend-agent.service" "$dest/$unit_dir/"
+    install -m 0755 "$repo/packaging/files/ivcuda-backend-agent.init" "$dest/etc/init.d/ivcuda-backend-agent"
+    install -m 0644 "$docs/man/ivcuda-backend-agent.8" "$dest/usr/share/man/man8/"
+    sed '1{/^#!/d}' "$repo/backend-agent/target/ivcuda-backend-agent.bash-completion" \
+        > "$dest/usr/share/bash-completion/completions/ivcuda-backend-agent"
+    chmod 0644 "$dest/usr/share/bash-completion/completions/ivcuda-backend-agent"
+    install -m 0644 "$repo/docs/operations.md" "$dest/usr/share/doc/ivcuda-backend/"
+    install -m 0644 "$repo/packaging/files/ivcuda-backend.logrotate" "$dest/etc/logrotate.d/ivcuda-backend"
 }
 
 # stage_guest DEST UDEV_DIR UNIT_DIR
@@ -163,6 +197,10 @@ if [ "$want_deb" = 1 ]; then
     # Debian 12's debhelper looks for units and udev rules under /lib.
     stage_host "$src/staged/host" lib/systemd/system libvirt-qemu
     stage_guest "$src/staged/guest" lib/udev/rules.d lib/systemd/system
+    stage_backend "$src/staged/backend" lib/systemd/system
+    # dh_installinit installs and registers it (the staged copy is left out of the package's tree)
+    mv "$src/staged/backend/etc/init.d/ivcuda-backend-agent" "$src/debian/ivcuda-backend.ivcuda-backend-agent.init"
+    rmdir "$src/staged/backend/etc/init.d"
     cat > "$src/debian/changelog" <<CHANGELOG
 ivcuda ($version-1) unstable; urgency=medium
 
@@ -181,6 +219,7 @@ if [ "$want_rpm" = 1 ]; then
     mkdir -p "$top"/{BUILD,RPMS,SOURCES,SPECS,SRPMS}
     stage_host "$top/SOURCES/host" usr/lib/systemd/system qemu
     stage_guest "$top/SOURCES/guest" usr/lib/udev/rules.d usr/lib/systemd/system
+    stage_backend "$top/SOURCES/backend" usr/lib/systemd/system
     cp "$repo/packaging/rpm/ivcuda.spec" "$top/SPECS/"
     # --nodeps: BuildRequires are checked against the rpm database, which a Debian builder does not have.
     rpmbuild -bb --nodeps --define "_topdir $top" --define "ivcuda_version $version" \

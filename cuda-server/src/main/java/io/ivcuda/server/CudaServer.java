@@ -1,5 +1,6 @@
 package io.ivcuda.server;
 
+import io.ivcuda.common.RegionKind;
 import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.HostMemoryBackend;
@@ -108,7 +109,8 @@ public final class CudaServer implements AutoCloseable {
     }
 
     public void start() throws IOException {
-        region = Region.openOrCreate(config.regionPath(), config.regionSize());
+        region = config.regionKind() == RegionKind.DEVICE ? Region.openDevice(config.regionPath(), config.regionSize())
+                : Region.openOrCreate(config.regionPath(), config.regionSize());
         header = new HeaderWriter(region);
         header.init(layout, config.ownerTimeoutMs(), config.doorbell() ? config.doorbellVectors() : 0);
         CudaBackend backend = backend();

@@ -28,7 +28,8 @@ import sun.misc.Signal;
         description = {
             "Started by the libvirt hook (/etc/libvirt/hooks/qemu.d/50-ivcuda) before the VM's QEMU, with the VM's "
                 + "instance configuration /run/ivcuda/UUID.properties, directly or as ivcuda-server@UUID.service; not "
-                + "meant to be started by hand except for tests. It maps the region, initialises the GPU, writes READY "
+                + "meant to be started by hand except for tests. Inside a back-end domain, ivcuda-backend-agent starts one "
+                + "per assigned service slot, with region.kind=device on the slot's PCI memory file. It maps the region, initialises the GPU, writes READY "
                 + "into the region's header and serves the guest's channels until SIGTERM.",
             "",
             "With a pidfile it also keeps a status file beside it (UUID.status), written when READY and on SIGUSR1, "

@@ -3,6 +3,7 @@ package io.ivcuda.common.config;
 import io.ivcuda.common.Backend;
 import io.ivcuda.common.Mode;
 import io.ivcuda.common.MpsFallback;
+import io.ivcuda.common.RegionKind;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
@@ -20,9 +21,13 @@ public final class ServerKeys {
 
     // ---- written by the hook for each VM ----
     public static final ConfigKey<Path> REGION_PATH = ConfigKey.of("region.path", KeyType.PATH, null,
-            "the region file; created with `region.size` if absent, refused if present with another size").shown("— (required)");
+            "the region file; created with `region.size` if absent (`region.kind` file), refused if present with another size").shown("— (required)");
     public static final ConfigKey<Long> REGION_SIZE = ConfigKey.of("region.size", KeyType.BYTES, 268435456L,
             "bytes, power of two ≥ 1 MiB").range(1L << 20, 1L << 46);
+    public static final ConfigKey<RegionKind> REGION_KIND = ConfigKey.of("region.kind",
+            KeyType.words(RegionKind.class, RegionKind::word), RegionKind.FILE,
+            "`file` (the host's region file, as `region.path` says) or `device` (a back-end domain's ivshmem BAR, sysfs "
+                    + "`resource2`: it must exist with exactly `region.size` bytes; never created, resized or removed; plain mode only)");
     public static final ConfigKey<Mode> MODE = ConfigKey.of("mode", KeyType.words(Mode.class, Mode::word), Mode.PLAIN,
             "`plain` (ivshmem-plain, polling) or `doorbell` (ivshmem-doorbell, interrupts; the server is the ivshmem server)");
     public static final ConfigKey<String> DOORBELL_SOCKET = ConfigKey.of("doorbell.socket", KeyType.TEXT, null,

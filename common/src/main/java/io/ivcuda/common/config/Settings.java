@@ -73,6 +73,16 @@ public final class Settings {
             }
             return new Layer("--set", new MapConfiguration(map));
         }
+
+        /** A command's {@code --config} files in order (later ones win), then its {@code --set}s (win over all). */
+        public static List<Layer> commandLine(List<Path> files, List<String> sets) throws IvcudaConfigException {
+            List<Layer> layers = new ArrayList<>();
+            layers.add(sets(sets));
+            for (Path file : files) {
+                layers.add(1, file(file, null));
+            }
+            return layers;
+        }
     }
 
     private Settings(KeySet keys, List<Layer> layers) {

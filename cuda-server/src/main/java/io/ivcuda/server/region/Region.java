@@ -40,6 +40,34 @@ public final class Region implements AutoCloseable {
                 f.setLength(size);
             }
         }
+        return map(path, size);
+    }
+
+    /**
+     * Opens a region that is a device's memory ({@code region.kind=device}: a back-end domain's ivshmem BAR,
+     * sysfs {@code resource2}, whose file size is the BAR's): it must exist with exactly {@code size} bytes.
+     * Nothing here creates, truncates or removes it: the device's size is the back-end's QEMU's, and the
+     * front-end's QEMU maps the same memory.
+     *
+     * @throws IOException naming the file when it is absent, not a regular file, or of another size
+     */
+    public static Region openDevice(Path path, long size) throws IOException {
+        if (!Files.exists(path)) {
+            throw new IOException("region " + path + " does not exist (" + ServerKeys.REGION_KIND.name()
+                    + " device: the device's memory file is never created)");
+        }
+        if (!Files.isRegularFile(path)) {
+            throw new IOException("region " + path + " is not a regular file (" + ServerKeys.REGION_KIND.name() + " device)");
+        }
+        long actual = Files.size(path);
+        if (actual != size) {
+            throw new IOException("region " + path + " has " + actual + " bytes, configured " + ServerKeys.REGION_SIZE.name()
+                    + " is " + size + " (" + ServerKeys.REGION_KIND.name() + " device: its size is the device's)");
+        }
+        return map(path, size);
+    }
+
+    private static Region map(Path path, long size) throws IOException {
         int fd;
         try {
             fd = LibC.open(path.toString(), LibC.O_RDWR);
