@@ -59,7 +59,7 @@ vm/build-guest.sh --args "--rounds 2 --pause-ms 200" "$work/frontend" guest/targ
 # QEMU's pc machine puts the first free slot at 00:02.0 (no other devices: -nodefaults); the
 # back-end's ivshmem device is placed at 00:04.0 explicitly
 vm/build-backend-guest.sh --java-opts "$java_opts" \
-    --agent-args "--set region.path=/sys/bus/pci/devices/0000:00:04.0/resource2 --set region.size=67108864 --set backend=host-memory" \
+    --agent-args "--set region.path=/sys/bus/pci/devices/0000:00:04.0/resource2 --set region.size=67108864 --set region.kind=device --set backend=host-memory" \
     "$out/backend-guest" guest/target "$jar" "$jar" >&2
 
 wait_for() { # file, pattern, seconds
