@@ -11,7 +11,8 @@
 #   OUTDIR/vmlinuz, OUTDIR/initramfs.cpio.gz are written; GUEST_LIB_DIR holds libcuda.so.1.
 #   --args ARGS       every program runs as "PROGRAM ARGS" (ARGS word-split in the guest)
 #   --files SRC=DEST  copies the file or directory SRC to DEST inside the guest (e.g. kernels);
-#                     the shared libraries of executables among them are copied too
+#                     the shared libraries of executables among them are copied too (for a
+#                     directory: those its executables and shared objects need from outside it)
 #   --modules NAMES   kernel modules (names separated by spaces or commas, - and _ alike) of the
 #                     same kernel package, with the modules they depend on (their modinfo
 #                     "depends"); /init loads them all, dependencies first, before anything else
@@ -147,8 +148,10 @@ cp "$busybox" "$root/bin/busybox"
 cp -L "$libdir/libcuda.so.1" "$root/usr/lib/ivcuda/libcuda.so.1"
 
 copy_libs_of() { # the shared libraries an executable needs, at their paths on this host
+    # (but not those under $2: a tree copied whole, e.g. a Java runtime finding its own)
     { ldd "$1" 2>/dev/null || true; } | { grep -o '/[^ ]*' || true; } | while read -r lib; do
         case "$lib" in */libcuda.so*) continue ;; esac
+        if [ -n "${2:-}" ] && [[ "$lib" == "$2"/* ]]; then continue; fi
         mkdir -p "$root$(dirname "$lib")"
         [ -e "$root$lib" ] || cp -L "$lib" "$root$lib"
     done
@@ -168,6 +171,12 @@ for spec in "${files[@]}"; do
     mkdir -p "$root$(dirname "$dest")"
     cp -rL "$src" "$root$dest"
     if [ -f "$src" ] && [ -x "$src" ]; then copy_libs_of "$src"; fi
+    if [ -d "$src" ]; then
+        tree=$(cd "$src" && pwd -P)
+        while IFS= read -r -d '' f; do
+            if [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ]; then copy_libs_of "$f" "$tree"; fi
+        done < <(find "$tree" -type f \( -perm -u+x -o -name '*.so' -o -name '*.so.*' \) -print0)
+    fi
 done
 printf '%s\n' "$program_args" >"$root/etc/ivcuda-test-args"
 mkdir -p "$root/lib/modules"
