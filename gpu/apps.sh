@@ -123,12 +123,7 @@ if ! command -v nvcc >/dev/null 2>&1 && [ -x "$CUDA_HOME/bin/nvcc" ]; then
     export PATH
 fi
 
-# The driver's JIT cache (~/.nv/ComputeCache) makes a program's output depend on which run
-# compiled a PTX first: ptxas's lines in a verbose JIT log ("ptxas info : Compiling entry
-# function ...") are written only when ptxas runs, not on a cache hit (ptxjit.static differed in
-# exactly those lines: the first native run printed them, later runs did not). Off for every mode,
-# the cuda-servers included (they inherit it), so every run compiles and logs alike.
-export CUDA_CACHE_DISABLE=1
+# CUDA_CACHE_DISABLE=1 comes from gpu/lib.sh: every run compiles its PTX and logs alike.
 
 trap 'log "interrupted"; exit 130' INT TERM
 

@@ -41,6 +41,11 @@ REGION_PATH=${REGION_PATH:-/dev/shm/ivcuda-gpu-test}
 REGION_SIZE=${REGION_SIZE:-1073741824}
 IVCUDA_MODE=${IVCUDA_MODE:-plain}
 IVCUDA_VIA=${IVCUDA_VIA:-host}
+# The driver's JIT cache (~/.nv/ComputeCache) makes a program's output depend on which run compiled
+# a PTX first: ptxas's lines in a verbose JIT log ("ptxas info : Compiling entry function ...") are
+# written only when ptxas runs, not on a cache hit (ptxjit.static and device_printf differed in
+# exactly those lines). Off for every run and every server (they inherit it).
+export CUDA_CACHE_DISABLE=1
 # shellcheck source=gpu/backend_standin.sh
 . "$REPO_ROOT/gpu/backend_standin.sh"
 DOORBELL_SOCKET=${BUILD_DIR}/doorbell.sock
@@ -280,8 +285,11 @@ start_server() {
     # cudart's integrity check: the server starts host-tools' oracle per guest process; from the
     # tree it is built here (gcc only) and named, the installed default being /usr/libexec/ivcuda
     local oracle=$BUILD_DIR/host-tools/ivcuda-integrity-oracle
-    if [ ! -x "$oracle" ] && ! make -s -C "$REPO_ROOT/host-tools" BUILD="$BUILD_DIR/host-tools" \
-        "$oracle" >>"$OUT/logs/build-host-tools.log" 2>&1; then
+    # gpu/apps.sh starts several servers at once: one build, the others wait for it (without the lock
+    # a server that found the oracle half-written ran without one: histogram.static answered 103)
+    mkdir -p "$BUILD_DIR"
+    if ! flock "$BUILD_DIR/host-tools.lock" sh -c '[ -x "$1" ] || make -s -C "$2/host-tools" BUILD="$3/host-tools" "$1"' \
+        sh "$oracle" "$REPO_ROOT" "$BUILD_DIR" >>"$OUT/logs/build-host-tools.log" 2>&1; then
         log "server: ivcuda-integrity-oracle not built (logs/build-host-tools.log): runtime-API programs will fail with 103"
     fi
     [ -x "$oracle" ] && mode_args+=(--set "integrity.oracle=$oracle")

@@ -5,7 +5,7 @@ ivcuda: the output with measurements taken out. On a line that reports a measure
 becomes '#'; long hexadecimal addresses become 0x#; carriage returns and trailing blanks
 go; lines starting `time:`/`info:` (our own programs' convention) are dropped.
 
-usage: normalize_output.py [--mask floats|numbers|within:LO:HI] FILE   (the result on stdout)
+usage: normalize_output.py [--mask floats|numbers|within:LO:HI|sorted] FILE   (the result on stdout)
        normalize_output.py [--mask ...] --write FILE...  (each X.out to X.norm, X to X.norm)
        normalize_output.py --self-test
   --mask floats        also every number with a decimal point, on every line (a sample that
@@ -15,7 +15,9 @@ usage: normalize_output.py [--mask floats|numbers|within:LO:HI] FILE   (the resu
                        sample whose result is not the same from run to run natively (its input is
                        random, seeded by the clock). A number outside the range stays as it is,
                        so a wrong result still differs. gpu/corpus-samples.txt says why each
-                       sample that has one has its range."""
+                       sample that has one has its range.
+  --mask sorted        the lines sorted: a sample whose kernels print from many threads, whose
+                       order of arrival CUDA leaves open; every line must still be there."""
 
 import argparse
 import re
@@ -57,12 +59,12 @@ def normalize(line, mask):
 
 
 def mask_arg(value):
-    if value in ("floats", "numbers"):
+    if value in ("floats", "numbers", "sorted"):
         return value
     try:
         lo, hi = within(value)
     except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"{value!r} is not floats, numbers or within:LO:HI")
+        raise argparse.ArgumentTypeError(f"{value!r} is not floats, numbers, sorted or within:LO:HI")
     if lo > hi:
         raise argparse.ArgumentTypeError(f"{value!r}: LO is above HI")
     return value
@@ -81,6 +83,14 @@ def self_test():
         ("Processing time: 12.5 (ms)", None, "Processing time: # (ms)"),
         ("Sum = 12.5", None, "Sum = 12.5"),
     ]
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".out") as f:
+        f.write("[3, 1]:\t\tValue is:10\ntime: 5 ms\n[3, 0]:\t\tValue is:10\n")
+        f.flush()
+        got = normalized_lines(f.name, mask_arg("sorted"))
+    if got != ["[3, 0]:\t\tValue is:10\n", "[3, 1]:\t\tValue is:10\n"]:
+        print(f"self-test FAILED: the sorted mask gave {got!r}")
+        sys.exit(1)
     for raw, mask, want in cases:
         got = normalize(raw, mask)
         if got != want:
@@ -91,10 +101,8 @@ def self_test():
 
 def normalized_lines(path, mask):
     with open(path, errors="replace") as f:
-        for raw in f:
-            line = normalize(raw, mask)
-            if line is not None:
-                yield line + "\n"
+        lines = [line + "\n" for line in (normalize(raw, mask) for raw in f) if line is not None]
+    return sorted(lines) if mask == "sorted" else lines
 
 
 def main():

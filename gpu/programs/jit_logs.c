@@ -49,7 +49,9 @@ static void print_lines(const char *what, const char *text)
     while (*p != '\0') {
         const char *end = strchr(p, '\n');
         int n = end != NULL ? (int)(end - p) : (int)strlen(p);
-        printf("%s: %.*s\n", what, n, p);
+        /* ptxas's "Compile time = 1.726 ms" is a timing: an info: line, which the comparison leaves out */
+        const char *timing = strstr(p, "Compile time");
+        printf("%s%s: %.*s\n", timing != NULL && timing < p + n ? "info: " : "", what, n, p);
         p += n + (end != NULL);
     }
 }

@@ -49,8 +49,10 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, 
     if (!ivc_nvml_parse_bus_id(pciBusId, &domain, &bus, &dev, &function))
         return NVML_ERROR_INVALID_ARGUMENT;
     struct nvmlDevice_st *d = ivc_nvml_the_device();
+    /* a well-formed bus id of no GPU: INVALID_ARGUMENT, as NVIDIA's library answers it (driver
+     * 580.159.04, gpu/programs/nvml_view.c), not NOT_FOUND as for an unknown UUID */
     if (d == NULL || d->domain != domain || d->bus != bus || d->device != dev || d->function != function)
-        return NVML_ERROR_NOT_FOUND;
+        return NVML_ERROR_INVALID_ARGUMENT;
     *device = d;
     return NVML_SUCCESS;
 }
@@ -143,8 +145,10 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
+    /* a struct without its version: FUNCTION_NOT_FOUND, as NVIDIA's library answers it (driver
+     * 580.159.04, gpu/programs/nvml_view.c: version 0 -> 13), not ARGUMENT_VERSION_MISMATCH */
     if (memory != NULL && memory->version != nvmlMemory_v2 && ivc_nvml_check(device) == NVML_SUCCESS)
-        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+        return NVML_ERROR_FUNCTION_NOT_FOUND;
     uint64_t f[4] = {0, 0, 0, 0};
     nvmlReturn_t r = memory_figures(device, memory, f);
     if (r != NVML_SUCCESS)

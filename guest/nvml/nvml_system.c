@@ -126,12 +126,13 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount)
     return nvmlDeviceGetCount_v2(deviceCount);
 }
 
-/* NVML's private tables: none is emulated, so every id is unknown (docs/sharing.md: the real
- * library's answer to an unknown id is to be confirmed with gpu/programs/nvml_view.c). */
+/* NVML's private tables: none is emulated, so every id is unknown, answered as NVIDIA's library
+ * answers an unknown id: INVALID_ARGUMENT and a NULL table (driver 580.159.04,
+ * gpu/programs/nvml_view.c). */
 NVML_EXPORT nvmlReturn_t nvmlInternalGetExportTable(const void **ppExportTable, const void *pExportTableId)
 {
     if (ppExportTable != NULL)
         *ppExportTable = NULL;
     (void)pExportTableId;
-    return NVML_ERROR_NOT_SUPPORTED;
+    return NVML_ERROR_INVALID_ARGUMENT;
 }
