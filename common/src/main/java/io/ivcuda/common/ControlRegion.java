@@ -109,7 +109,7 @@ public final class ControlRegion implements AutoCloseable {
     }
 
     /**
-     * Gives slot {@code k} to a front-end: the host fields first, then state ASSIGNED and a new generation,
+     * Gives slot {@code k} to a front-end: the host fields first, then a new generation and state ASSIGNED,
      * then host_generation + 1, each a release store, so an agent that sees the new host_generation
      * (acquire) sees the whole assignment.
      */
@@ -120,8 +120,10 @@ public final class ControlRegion implements AutoCloseable {
         if (a.device != null) {
             slot.device(a.device);
         }
-        slot.stateRelease(BackendSlotFlyweight.SLOT_ASSIGNED);
+        // the new generation before ASSIGNED: an agent polling in between sees a FREE slot, never an
+        // ASSIGNED one of the old generation (for which it would start a server only to restart it)
         slot.generationRelease(slot.generationVolatile() + 1);
+        slot.stateRelease(BackendSlotFlyweight.SLOT_ASSIGNED);
         header.addHostGenerationRelease(1);
     }
 

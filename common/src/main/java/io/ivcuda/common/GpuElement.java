@@ -168,6 +168,13 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
      * Which attributes go with which role: each refusal names the attribute and says why it has no meaning
      * there, so a user who mixed the two roles sees which word to take out.
      */
+    /**
+     * The agent inside a back-end tells its control region from its slots by size (exactly 1 MiB) and magic: a
+     * slot of that size could be dressed up by its front-end as a second control region.
+     */
+    public static final String BACKEND_SLOT_SIZE_RULE = "a back-end's slots must be larger than its 1 MiB control region "
+            + "(e.g. 256M)";
+
     private void checkRole(String domainName, Map<String, String> written) throws IvcudaConfigException {
         if (backendRole) {
             String misplaced = backend.isPresent() ? ATTR_BACKEND : quota.isPresent() ? ATTR_QUOTA
@@ -178,6 +185,9 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
                         : "quota and share are set per front-end, on each front-end's element";
                 throw problem(domainName, misplaced, written.get(misplaced), "not for a back-end (" + ATTR_ROLE + "=\""
                         + ROLE_BACKEND + "\"): " + why, misplaced + " is not for a back-end domain: " + why);
+            }
+            if (size.isPresent() && size.getAsLong() <= BackendPaths.CONTROL_SIZE) {
+                throw problem(domainName, ATTR_SIZE, written.get(ATTR_SIZE), BACKEND_SLOT_SIZE_RULE, BACKEND_SLOT_SIZE_RULE);
             }
             return;
         }

@@ -66,6 +66,15 @@ class BackendElementTest {
     }
 
     @Test
+    void backendSlotsAreLargerThanTheControlRegion() throws Exception {
+        var e = refused("role='backend' size='1M'");
+        assertEquals(GpuElement.BACKEND_SLOT_SIZE_RULE, e.summary());
+        assertTrue(e.getMessage().contains("size='1M'"), e.getMessage());
+        assertEquals(2L << 20, parse("role='backend' size='2M'").size().getAsLong());
+        assertEquals(1L << 20, parse("size='1M'").size().getAsLong(), "a host-served VM's region may be 1 MiB");
+    }
+
+    @Test
     void backendOnlyAttributesNeedTheRole() {
         var e = refused("slots='4'");
         assertEquals("slots is only for a back-end domain (role=\"backend\")", e.summary());

@@ -13,6 +13,7 @@ import io.ivcuda.common.ShmSpace;
 import io.ivcuda.common.ShmemDevice;
 import io.ivcuda.common.SlotLedger;
 import io.ivcuda.common.VmSettings;
+import io.ivcuda.common.config.HostKeys;
 import io.ivcuda.provisioner.Outcome.Action;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -360,7 +361,8 @@ public final class Reconciler {
 
     private Decision decideBackend(Snapshot s, GpuElement element, Roles roles) {
         BackendDomain b = BackendDomain.of(s.name, s.xml.uuid(), element, host);
-        String tooLarge = ShmSpace.neverFits(host.shmDir(), b.slotSize());
+        String tooLarge = b.slotSize() <= BackendPaths.CONTROL_SIZE ? GpuElement.BACKEND_SLOT_SIZE_RULE + " (" + HostKeys.DEFAULTS_SIZE.name() + ")"
+                : ShmSpace.neverFits(host.shmDir(), b.slotSize());
         if (tooLarge != null) {
             return new Decision(Action.INVALID, "domain '" + s.name + "': " + tooLarge + "; the domain was left as it was",
                     DeviceChange.KEEP, null, DescriptionNote.error(tooLarge));
