@@ -176,7 +176,7 @@ static struct ivc_channel *claim_free_locked(void)
 
 CUresult ivc_channel_claim(struct ivc_channel **out)
 {
-    uint64_t deadline = 0;
+    uint64_t deadline = 0, beat_at_start = 0;
     for (;;) {
         pthread_mutex_lock(&state_lock);
         CUresult r = attach_locked();
@@ -196,11 +196,21 @@ CUresult ivc_channel_claim(struct ivc_channel **out)
             /* a dead process's channels come back within owner_timeout_ms: wait that long */
             uint32_t timeout_ms = ivc_load32(region.base + IVC_HDR_OWNER_TIMEOUT_MS);
             deadline = now + ((uint64_t)(timeout_ms < 600000 ? timeout_ms : 600000) + 2000) * 1000000;
+            beat_at_start = ivc_load64(region.base + IVC_HDR_SERVER_HEARTBEAT);
             ivc_trace("all %u channels are in use; waiting up to %u ms for one", region.channel_count,
                       timeout_ms + 2000);
         }
         pthread_mutex_unlock(&state_lock);
         if (now >= deadline) {
+            /* channels come back only through a live server: without one, "in use" would send the
+             * admin to channel.count when the server (or the back-end domain serving this VM) is away */
+            uint32_t state = ivc_load32(region.base + IVC_HDR_SERVER_STATE);
+            if (state != IVC_STATE_READY || ivc_load64(region.base + IVC_HDR_SERVER_HEARTBEAT) == beat_at_start) {
+                ivc_log("region %s: no channel came free and no server answers (server_state %u, server_heartbeat "
+                        "still): is this VM's cuda-server, or its back-end domain, running?",
+                        region.path, state);
+                return CUDA_ERROR_DEVICE_UNAVAILABLE;
+            }
             ivc_log("region %s: all %u channels are in use; raise channel.count on the host", region.path,
                     region.channel_count);
             return CUDA_ERROR_OUT_OF_MEMORY;
