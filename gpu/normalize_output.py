@@ -30,8 +30,10 @@ MEASUREMENT = re.compile(
     r"|\d(ms|s|us|ns)\b",
     re.IGNORECASE,
 )
-NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
-FLOAT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+")
+# inf and nan are what a measurement prints when its time was 0 (cudaGraphsPerfScaling's columns)
+NON_FINITE = r"|[-+]?\b(?:inf|nan)\b"
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?" + NON_FINITE, re.IGNORECASE)
+FLOAT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+" + NON_FINITE, re.IGNORECASE)
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 
 
@@ -82,6 +84,9 @@ def self_test():
         ("&&&& fp16ScalarProduct PASSED", "within:589824:720896", "&&&& fp16ScalarProduct PASSED"),
         ("Processing time: 12.5 (ms)", None, "Processing time: # (ms)"),
         ("Sum = 12.5", None, "Sum = 12.5"),
+        ("20, 1, 0, 0.012, inf, 3.5, nan", "numbers", "#, #, #, #, #, #, #"),
+        ("no information lost", "numbers", "no information lost"),
+        ("20, 1, 0, 0.012, inf, 3.5", "floats", "20, 1, 0, #, #, #"),
     ]
     import tempfile
     with tempfile.NamedTemporaryFile("w", suffix=".out") as f:
