@@ -637,3 +637,17 @@ void fake_server_stop(void)
     atomic_store(&running, 0);
     pthread_join(thread, NULL);
 }
+
+const char *fake_region_start(void)
+{
+    static char path[] = "/tmp/ivcuda-test-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        perror("fake_region_start: mkstemp");
+        exit(1);
+    }
+    close(fd);
+    fake_server_start(path);
+    setenv("IVCUDA_REGION", path, 1);
+    return path;
+}

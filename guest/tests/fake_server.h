@@ -81,6 +81,10 @@ extern struct fake_state fake;
 
 /* Writes a READY header into a fresh region file at path and starts the server thread. */
 void fake_server_start(const char *path);
+
+/* A new region file under /tmp, the fake server started on it and IVCUDA_REGION pointing at it:
+ * every test's first lines. The path stays valid for the process's life (unlink it at the end). */
+const char *fake_region_start(void);
 void fake_server_stop(void);
 /* The start of channel i in the served region. */
 uint8_t *fake_channel(int i);

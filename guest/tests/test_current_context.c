@@ -26,11 +26,7 @@ static void *other_thread(void *arg)
 
 int main(void)
 {
-    char path[] = "/tmp/ivcuda-test-XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
-    fake_server_start(path);
-    setenv("IVCUDA_REGION", path, 1);
+    const char *path = fake_region_start();
     CHECK(cuInit(0) == CUDA_SUCCESS);
 
     /* the first question goes to the server, the repeat does not */

@@ -111,11 +111,7 @@ static void test_no_read_without_output(void)
 
 int main(void)
 {
-    char path[] = "/tmp/ivcuda-test-XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
-    fake_server_start(path);
-    setenv("IVCUDA_REGION", path, 1);
+    const char *path = fake_region_start();
     CHECK(cuInit(0) == CUDA_SUCCESS);
     test_output_in_order_with_the_programs();
     test_the_interrupted_calls_response_survives();

@@ -15,11 +15,7 @@ CUresult cuStreamEndCapture(CUstream, CUgraph *);
 
 int main(void)
 {
-    char path[] = "/tmp/ivcuda-test-XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
-    fake_server_start(path);
-    setenv("IVCUDA_REGION", path, 1);
+    const char *path = fake_region_start();
     CHECK(cuInit(0) == CUDA_SUCCESS);
     CUgraph graph = NULL;
     CHECK(cuStreamEndCapture(NULL, &graph) == CUDA_SUCCESS);

@@ -179,11 +179,7 @@ static void test_other_slots(void)
 int main(void)
 {
     test_sizes_and_refusals();
-    char path[] = "/tmp/ivcuda-test-XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
-    fake_server_start(path);
-    setenv("IVCUDA_REGION", path, 1);
+    const char *path = fake_region_start();
     CHECK(cuInit(0) == CUDA_SUCCESS);
     test_context_local_storage();
     test_other_slots();

@@ -141,11 +141,7 @@ static void test_module_and_library_load_logs(void)
 
 int main(void)
 {
-    char path[] = "/tmp/ivcuda-test-XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
-    fake_server_start(path);
-    setenv("IVCUDA_REGION", path, 1);
+    const char *path = fake_region_start();
     CHECK(cuInit(0) == CUDA_SUCCESS);
     test_logs_and_wall_time();
     test_wall_time_alone();

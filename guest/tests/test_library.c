@@ -157,11 +157,7 @@ static void test_linker(void)
 
 int main(void)
 {
-    char path[] = "/tmp/ivcuda-test-XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
-    fake_server_start(path);
-    setenv("IVCUDA_REGION", path, 1);
+    const char *path = fake_region_start();
     CHECK(cuInit(0) == CUDA_SUCCESS);
     test_images_are_shared_with_modules();
     test_library_options();

@@ -315,11 +315,7 @@ static void test_fork(void)
 
 int main(void)
 {
-    char path[] = "/tmp/ivcuda-test-XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
-    fake_server_start(path);
-    setenv("IVCUDA_REGION", path, 1);
+    const char *path = fake_region_start();
     test_hello_and_round_trip();
     test_cache();
     test_copies();
