@@ -97,12 +97,7 @@ class BackendDomainsIT {
         writeHostConfig();
         host = HostConfig.load(List.of(HOST_CONFIG));
 
-        Path jar = repo.resolve("ivshmem-provisioner/target/ivshmem-provisioner.jar");
-        assertTrue(Files.exists(jar), "the provisioner jar is built before the integration test: " + jar);
-        provisioner = new ProcessBuilder(javaCommand(), "-jar", jar.toString(), "daemon")
-                .redirectErrorStream(true)
-                .redirectOutput(workDir.resolve("provisioner.log").toFile())
-                .start();
+        provisioner = LibvirtTestHost.startProvisionerDaemon(repo, workDir.resolve("provisioner.log"));
         lap("set-up (guests built, provisioner started)");
     }
 

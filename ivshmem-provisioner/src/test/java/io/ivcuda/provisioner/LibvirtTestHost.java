@@ -95,6 +95,18 @@ final class LibvirtTestHost {
         return null;
     }
 
+    /** The build's provisioner jar as a daemon, its output in {@code log}. */
+    static Process startProvisionerDaemon(Path repo, Path log) throws java.io.IOException {
+        Path jar = repo.resolve("ivshmem-provisioner/target/ivshmem-provisioner.jar");
+        if (!java.nio.file.Files.exists(jar)) {
+            throw new AssertionError("the provisioner jar is built before the integration test: " + jar);
+        }
+        return new ProcessBuilder(javaCommand(), "-jar", jar.toString(), "daemon")
+                .redirectErrorStream(true)
+                .redirectOutput(log.toFile())
+                .start();
+    }
+
     /** The java of this test JVM, for the servers and daemons the tests start. */
     static String javaCommand() {
         return ProcessHandle.current().info().command().orElse("java");
