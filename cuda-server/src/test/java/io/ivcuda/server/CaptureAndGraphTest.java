@@ -49,8 +49,10 @@ class CaptureAndGraphTest extends HostMemoryGuestCase {
 
         @Override
         public int graphDestroy(long graph) {
+            // removed before counted: a test that waits for the count then sees the set without it
+            boolean known = graphs.remove(graph);
             graphDestroys.incrementAndGet();
-            return graphs.remove(graph) ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
+            return known ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
         }
 
         @Override
@@ -65,8 +67,10 @@ class CaptureAndGraphTest extends HostMemoryGuestCase {
 
         @Override
         public int graphExecDestroy(long exec) {
+            // removed before counted: a test that waits for the count then sees the set without it
+            boolean known = execs.remove(exec);
             execDestroys.incrementAndGet();
-            return execs.remove(exec) ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
+            return known ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
         }
 
         @Override

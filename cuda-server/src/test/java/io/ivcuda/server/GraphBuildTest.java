@@ -75,8 +75,10 @@ class GraphBuildTest extends HostMemoryGuestCase {
 
         @Override
         public int graphDestroy(long graph) {
+            // removed before counted: a test that waits for the count then sees the set without it
+            boolean known = graphs.remove(graph);
             graphDestroys.incrementAndGet();
-            return graphs.remove(graph) ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
+            return known ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
         }
 
         @Override
