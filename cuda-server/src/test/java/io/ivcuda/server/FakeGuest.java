@@ -60,6 +60,17 @@ final class FakeGuest implements AutoCloseable {
         poolSize = layout.poolSize();
     }
 
+    /** The channel claimed as a guest library claims it, or null when its owner word was not 0. */
+    Channel tryClaim(int index, long token) {
+        UnsafeBuffer c = region.view(channelTable + (long) index * stride, stride);
+        ChannelFlyweight control = new ChannelFlyweight().wrap(c, 0);
+        if (!control.compareAndSetOwner(0, token)) {
+            return null;
+        }
+        control.ownerPid((int) (token >>> 32)).ownerTid(index);
+        return new Channel(c, control, token, index);
+    }
+
     Channel claim(int index, long token) {
         UnsafeBuffer c = region.view(channelTable + (long) index * stride, stride);
         ChannelFlyweight control = new ChannelFlyweight().wrap(c, 0);

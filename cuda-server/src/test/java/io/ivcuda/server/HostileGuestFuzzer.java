@@ -116,7 +116,10 @@ final class HostileGuestFuzzer {
             ChannelFlyweight f = new ChannelFlyweight().wrap(c, 0);
             if (f.ownerVolatile() == 0 && f.attachedVolatile() == 0 && f.reqSeqVolatile() == f.respSeqVolatile()
                     && f.ringTailVolatile() == f.ringHeadVolatile() && f.guestChunkVolatile() == f.serverChunkVolatile()) {
-                channel = guest.claim(i, token);
+                channel = guest.tryClaim(i, token);
+                if (channel == null) {
+                    continue; // taken between the look and the compare-and-set, as a guest library may find it
+                }
                 Response r = channel.hello();
                 if (r.result() == CuResult.SUCCESS) {
                     return channel;
@@ -203,7 +206,9 @@ final class HostileGuestFuzzer {
                 r = Requests.cuCtxGetCurrent(); // a sync call runs the ring first (§4)
             }
             int room = guest.requestSize - 16;
-            Response answer = c.callRaw(r.opcode, r.length, r.payload, Math.min(r.length, room), 5_000_000_000L);
+            // the bytes the encoder has (a fuzzed length may claim more than it wrote) that fit the area
+            int bytes = Math.min(Math.min(r.length, room), r.payload.capacity());
+            Response answer = c.callRaw(r.opcode, r.length, r.payload, bytes, 5_000_000_000L);
             if (System.getenv("FUZZ_DEBUG") != null) {
                 System.err.println("step " + Opcodes.name(r.opcode) + (ring ? " (ring)" : "") + " on " + c.index + " -> " + answer.result());
             }
