@@ -139,6 +139,18 @@ static void deliver_output(struct ivc_call *call)
     atomic_load(&output_reader)(call);
 }
 
+/* A refused call's trace line also shows the first bytes of its request (its arguments as they
+ * travelled, §4): what a program passed is often the whole story (a NULL or stale handle). */
+static void trace_refused_request(const struct ivc_call *call, int32_t result, uint64_t seq)
+{
+    char hex[3 * 48 + 1] = "";
+    size_t shown = call->length < 48 ? call->length : 48, at = 0;
+    for (size_t i = 0; i < shown; i++)
+        at += (size_t)snprintf(hex + at, sizeof hex - at, "%02x%s", call->payload[i], (i % 8 == 7) ? " " : "");
+    ivc_trace("%s -> %d (channel %u, seq %" PRIu64 "; request %zu bytes: %s)", call->name, result,
+              call->channel->index, seq, call->length, hex);
+}
+
 CUresult ivc_await(struct ivc_call *call)
 {
     struct ivc_channel *ch = call->channel;
@@ -157,7 +169,10 @@ CUresult ivc_await(struct ivc_call *call)
     call->response_length = length;
     if (call->opcode != IVC_OP_ivc_device_output_read && ivc_read32(ch->base + IVC_CH_OUTPUT_PENDING) != 0)
         deliver_output(call); /* before the call returns, as natively */
-    ivc_trace("%s -> %d (channel %u, seq %" PRIu64 ")", call->name, result, ch->index, seq);
+    if (result != CUDA_SUCCESS && ivc_debug())
+        trace_refused_request(call, result, seq);
+    else
+        ivc_trace("%s -> %d (channel %u, seq %" PRIu64 ")", call->name, result, ch->index, seq);
     if (call->opcode == IVC_OP_cuInit && result == CUDA_SUCCESS)
         atomic_store_explicit(&ivc_cuinit_succeeded, 1, memory_order_release);
     return result;

@@ -22,7 +22,10 @@
 #define IVC_FILE_NOT_FOUND 301 /* CUDA_ERROR_FILE_NOT_FOUND */
 
 /* Library options: CU_LIBRARY_BINARY_IS_PRESERVED is a hint the server does not need (it keeps
- * its own copy of the image). CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE points into this
+ * its own copy of the image). The values array may be NULL: cuBLASLt loads its lazily unpacked
+ * kernel images with {CU_LIBRARY_BINARY_IS_PRESERVED} and no values, and driver 580 takes that
+ * (the H200 trace of PyTorch's bf16 GEMMs; refused, cuBLASLt kept the unpacked image without a
+ * library and then looked its kernels up in a NULL one). CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE points into this
  * process, so the server's driver cannot be given it: it is left out (logged once), as is what it
  * serves (cuLibraryGetUnifiedFunction answers CUDA_ERROR_NOT_SUPPORTED); refusing it would refuse
  * every load of a runtime that passes one. Any other option: CUDA_ERROR_INVALID_VALUE. */
@@ -30,13 +33,15 @@ static CUresult check_library_options(CUlibraryOption *libraryOptions, void **li
                                       unsigned int numLibraryOptions, const char *name)
 {
     static atomic_int table_logged;
-    if (numLibraryOptions > 0 && (libraryOptions == NULL || libraryOptionValues == NULL))
+    if (numLibraryOptions > 0 && libraryOptions == NULL) {
+        ivc_trace("%s: %u library options and no array of them -> CUDA_ERROR_INVALID_VALUE", name, numLibraryOptions);
         return CUDA_ERROR_INVALID_VALUE;
+    }
     for (unsigned i = 0; i < numLibraryOptions; i++) {
         if (libraryOptions[i] == CU_LIBRARY_BINARY_IS_PRESERVED)
             continue;
         if (libraryOptions[i] == CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE) {
-            if (libraryOptionValues[i] != NULL && atomic_exchange(&table_logged, 1) == 0)
+            if (libraryOptionValues != NULL && libraryOptionValues[i] != NULL && atomic_exchange(&table_logged, 1) == 0)
                 ivc_log("%s: the host universal function and data table stays in the guest (unified functions "
                         "are not remoted)", name);
             continue;

@@ -44,6 +44,9 @@ static void test_library_options(void)
     void *one = (void *)1;
     CHECK(cuLibraryLoadData(&library, ptx, NULL, NULL, 0, &preserved, &one, 1) == CUDA_SUCCESS);
     CHECK(cuLibraryLoadData(&library, ptx, NULL, NULL, 0, &table, &one, 1) == CUDA_SUCCESS);
+    /* as cuBLASLt loads its unpacked kernel images: the option without an array of values */
+    CHECK(cuLibraryLoadData(&library, ptx, NULL, NULL, 0, &preserved, NULL, 1) == CUDA_SUCCESS);
+    CHECK(cuLibraryLoadData(&library, ptx, NULL, NULL, 0, &table, NULL, 1) == CUDA_SUCCESS);
     int loads = fake.library_loads;
     CHECK(cuLibraryLoadData(&library, ptx, NULL, NULL, 0, &unknown, &one, 1) == CUDA_ERROR_INVALID_VALUE);
     CHECK(cuLibraryLoadData(&library, ptx, NULL, NULL, 0, NULL, NULL, 1) == CUDA_ERROR_INVALID_VALUE);
@@ -73,7 +76,7 @@ static void test_files(void)
 static void test_enumerate_and_names(void)
 {
     static CUkernel kernels[600];
-    CHECK(cuLibraryEnumerateKernels(kernels, 600, (CUlibrary)(uintptr_t)0x1E00000100000001ULL) == CUDA_SUCCESS);
+    CHECK(cuLibraryEnumerateKernels(kernels, 600, (CUlibrary)(uintptr_t)0x00001E0010000010ULL) == CUDA_SUCCESS);
     CHECK(fake.enumerate_calls == 2); /* 600 handles do not fit one response area */
     CHECK((uint64_t)(uintptr_t)kernels[0] == FAKE_FUNCTION && (uint64_t)(uintptr_t)kernels[599] == FAKE_FUNCTION + 599);
     const char *a = NULL, *b = NULL;
