@@ -55,6 +55,14 @@ CUresult ivc_compile_cache_lookup(void *key, uintptr_t unknown, void **data, uin
 CUresult ivc_compile_cache_store(void *key, uintptr_t unknown, const void *data, size_t size);
 CUresult ivc_compile_cache_free(void *data, uintptr_t unknown, size_t size);
 
+/* sm_topology.c (1734dc26, cuBLASLt's nvjet kernels) */
+CUresult ivc_sm_topology_get(uint8_t **first, uint8_t **second);
+CUresult ivc_sm_topology_release(void *first, void *second);
+
+/* cufft_table.c (6e163fbe) */
+int ivc_cufft_module_functions(CUcontext context, CUmodule module, void (*report)(void *user, CUfunction function),
+                               void *user);
+
 /* cublaslt_table.c (21318c60) */
 CUresult ivc_cublaslt_slot4(CUcontext context, uint64_t *out);
 CUresult ivc_cublaslt_stream_object(CUcontext context, CUstream stream, void **out);

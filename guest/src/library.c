@@ -168,26 +168,52 @@ IVC_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibra
 }
 IVC_ALIASES_cuLibraryGetGlobal
 
-/* In pieces that fit the response area. */
-IVC_EXPORT CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, CUlibrary lib)
+/* cuLibraryEnumerateKernels and cuModuleEnumerateFunctions ask in pieces that fit the response
+ * area: `piece_of` asks `n` handles from index `first` on. */
+typedef CUresult (*enumeration_piece)(uint64_t *out, uint32_t n, uint32_t first, const void *owner);
+
+static CUresult enumerate_in_pieces(uint64_t *out, unsigned count, const void *owner, enumeration_piece piece_of)
 {
-    if (kernels == NULL)
-        return ivc_null_argument("cuLibraryEnumerateKernels", "kernels");
     const struct ivc_region *region;
     CUresult r;
     if ((region = ivc_region(&r)) == NULL)
         return r;
     uint32_t piece = (region->response_area_size - 64) / 8;
-    for (unsigned done = 0; done < numKernels;) {
-        uint32_t n = numKernels - done < piece ? numKernels - done : piece;
-        r = ivc_library_enumerate_kernels((uint64_t *)(kernels + done), n, done, lib);
+    for (unsigned done = 0; done < count;) {
+        uint32_t n = count - done < piece ? count - done : piece;
+        r = piece_of(out + done, n, done, owner);
         if (r != CUDA_SUCCESS)
             return r;
         done += n;
     }
     return CUDA_SUCCESS;
 }
+
+static CUresult kernels_piece(uint64_t *out, uint32_t n, uint32_t first, const void *library)
+{
+    return ivc_library_enumerate_kernels(out, n, first, (CUlibrary)library);
+}
+
+static CUresult functions_piece(uint64_t *out, uint32_t n, uint32_t first, const void *module)
+{
+    return ivc_module_enumerate_functions(out, n, first, (CUmodule)module);
+}
+
+IVC_EXPORT CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, CUlibrary lib)
+{
+    if (kernels == NULL)
+        return ivc_null_argument("cuLibraryEnumerateKernels", "kernels");
+    return enumerate_in_pieces((uint64_t *)kernels, numKernels, lib, kernels_piece);
+}
 IVC_ALIASES_cuLibraryEnumerateKernels
+
+IVC_EXPORT CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions, CUmodule mod)
+{
+    if (functions == NULL)
+        return ivc_null_argument("cuModuleEnumerateFunctions", "functions");
+    return enumerate_in_pieces((uint64_t *)functions, numFunctions, mod, functions_piece);
+}
+IVC_ALIASES_cuModuleEnumerateFunctions
 
 IVC_EXPORT CUresult cuLibraryGetUnifiedFunction(void **fptr, CUlibrary library, const char *symbol)
 {

@@ -4,12 +4,11 @@
  *
  * That pointer is the thread's current context: cuBLASLt hands it on as the first argument of
  * slot 4 of table 21318c60, which the driver trace shows to be the value cuCtxGetCurrent gives
- * (0x3cd2dc40 in PyTorch's matmul on the H200, 2026-12-01), and through ivcuda slot 4 received
- * whatever slot 2 wrote. With a stand-in block there (ivcuda before this), cuBLASLt's lazily
- * loaded kernels were looked up with a NULL library (cuLibraryGetKernel -> 400, then
- * CUBLAS_STATUS_INTERNAL_ERROR in PyTorch's bf16 GEMMs): it keys its loaded libraries by that
- * context. So slot 2 answers what cuCtxGetCurrent answers, NULL included when no context is
- * current. Refused altogether, cuBLAS answers CUBLAS_STATUS_NOT_SUPPORTED to every call. */
+ * (0x3cd2dc40 in PyTorch's matmul on the H200, 2026-12-01). So slot 2 answers what
+ * cuCtxGetCurrent answers, NULL included when no context is current. (Until 2026-12-01 it handed
+ * out a stand-in block; PyTorch's bf16 GEMMs then failed with a NULL library, but that had another
+ * cause: library.c, library options.) Refused altogether, cuBLAS answers
+ * CUBLAS_STATUS_NOT_SUPPORTED to every call. */
 
 #include "export_tables.h"
 #include "ivc_api.h"

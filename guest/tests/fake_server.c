@@ -376,6 +376,14 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         w_buf(out, ids, 8 * (n < 512 ? n : 512));
         return CUDA_SUCCESS;
     }
+    case IVC_OP_cuModuleGetFunctionCount: /* every module holds one function, as cuFFT's */
+        w_u64(out, 1);
+        return CUDA_SUCCESS;
+    case IVC_OP_ivc_module_enumerate_functions: { /* its function is FAKE_FUNCTION */
+        uint64_t n = r_u64(in), first = r_u64(in), id = FAKE_FUNCTION;
+        w_buf(out, &id, n >= 1 && first == 0 ? 8 : 0);
+        return CUDA_SUCCESS;
+    }
     case IVC_OP_ivc_link_create: { /* the "linker" concatenates its inputs */
         fake.link_size = 0;
         uint64_t n;
@@ -431,6 +439,15 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         atomic_fetch_add(&fake.name_calls, 1);
         w_buf(out, "_Z4funcv", 9);
         return CUDA_SUCCESS;
+    case IVC_OP_ivc_sm_topology: {
+        /* three TPCs: GPCs 0, 1, 0; indexes within them 0, 0, 1 */
+        r_u64(in);
+        atomic_fetch_add(&fake.topology_asks, 1);
+        w_u64(out, 3);
+        static const uint8_t arrays[6] = {0, 1, 0, 0, 0, 1};
+        w_buf(out, arrays, sizeof arrays);
+        return CUDA_SUCCESS;
+    }
     case IVC_OP_ivc_param_layout: {
         /* kernel(int a, double b, char c, void *p): offsets 0, 8, 16, 24 */
         r_u64(in);

@@ -176,6 +176,46 @@ static void test_other_slots(void)
     CHECK(answer[0] == (13000ULL * 1000003u ^ 1796000000ULL) && answer[1] == ~1796000000ULL);
 }
 
+/* 1734dc26: the server's SM topology, asked once, handed out as fresh copies that slot 13 frees */
+static void test_sm_topology(void)
+{
+    typedef CUresult (*get_fn)(uint8_t **, uint8_t **);
+    typedef CUresult (*release_fn)(void *, void *);
+    CUresult r;
+    const uintptr_t *t = table("1734dc26800d47458726c0f1e7dd8bca", &r);
+    CHECK(r == CUDA_SUCCESS && t != NULL && t[0] == 136);
+    uint8_t *first = NULL, *second = NULL, *again = NULL, *again2 = NULL;
+    CHECK(((get_fn)t[4])(&first, &second) == CUDA_SUCCESS && first != NULL && second != NULL);
+    CHECK(first[0] == 0 && first[1] == 1 && first[2] == 0 && second[0] == 0 && second[1] == 0 && second[2] == 1);
+    CHECK(((get_fn)t[4])(&again, &again2) == CUDA_SUCCESS && again != first && again[1] == 1);
+    CHECK(fake.topology_asks == 1); /* kept after the first answer */
+    CHECK(((get_fn)t[4])(NULL, &again2) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(((release_fn)t[13])(first, second) == CUDA_SUCCESS);
+    CHECK(((release_fn)t[13])(again, again2) == CUDA_SUCCESS);
+    CHECK(((unknown_fn)t[1])() == CUDA_ERROR_NOT_SUPPORTED);
+}
+
+static void remember_function(void *user, CUfunction function)
+{
+    CUfunction *seen = user;
+    seen[seen[0] != NULL] = function;
+}
+
+/* 6e163fbe slot 7: cuFFT's way to a module's one kernel — each function reported, the count answered */
+static void test_cufft_module_functions(void)
+{
+    typedef int (*functions_fn)(CUcontext, CUmodule, void (*)(void *, CUfunction), void *);
+    CUresult r;
+    const uintptr_t *t = table("6e163fbeb958444d835ce182aff1991e", &r);
+    CHECK(r == CUDA_SUCCESS && t != NULL && t[0] == 792);
+    CUfunction seen[2] = {NULL, NULL};
+    CUmodule module = (CUmodule)0x0200000100000001ULL;
+    CHECK(((functions_fn)t[7])(NULL, module, remember_function, seen) == 1);
+    CHECK(seen[0] == (CUfunction)FAKE_FUNCTION && seen[1] == NULL);
+    CHECK(((functions_fn)t[7])(NULL, module, NULL, seen) == 0);
+    CHECK(((unknown_fn)t[8])() == CUDA_ERROR_NOT_SUPPORTED);
+}
+
 int main(void)
 {
     test_sizes_and_refusals();
@@ -183,6 +223,8 @@ int main(void)
     CHECK(cuInit(0) == CUDA_SUCCESS);
     test_context_local_storage();
     test_other_slots();
+    test_sm_topology();
+    test_cufft_module_functions();
     unlink(path);
     return check_summary("test_export_tables");
 }

@@ -94,6 +94,20 @@ class LibraryTest extends HostMemoryGuestCase {
         }
 
         @Override
+        public int moduleGetFunctionCount(Out o, long module) {
+            o.value = 2;
+            return CuResult.SUCCESS;
+        }
+
+        @Override
+        public int moduleEnumerateFunctions(long dst, int count, long module) {
+            for (int i = 0; i < count; i++) {
+                UnsafeApi.putLong(dst + 8L * i, FUNCTION + 10 + i);
+            }
+            return CuResult.SUCCESS;
+        }
+
+        @Override
         public int kernelGetFunction(Out o, long kernel) {
             o.handle = FUNCTION + (kernel - KERNEL);
             return CuResult.SUCCESS;
@@ -285,5 +299,26 @@ class LibraryTest extends HostMemoryGuestCase {
         assertEquals(CuResult.SUCCESS, tail.result());
         assertEquals(8, tail.out(0), "one kernel left from the third on: 8 bytes");
         assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_library_enumerate_kernels(1, 4, library)).result());
+    }
+
+    @Test
+    void aModulesFunctionsAreEnumeratedWithOneHandleEach() {
+        Channel c = greeted(0, TOKEN);
+        long library = loaded(c);
+        long module = c.call(Requests.cuLibraryGetModule(library)).out(0);
+        assertEquals(2, c.call(Requests.cuModuleGetFunctionCount(module)).out(0));
+        Response all = c.call(Requests.ivc_module_enumerate_functions(2, 0, module));
+        assertEquals(CuResult.SUCCESS, all.result());
+        assertEquals(16, all.out(0), "two functions: 16 bytes");
+        long first = all.buffer().getLong(all.payload() + 8, ByteOrder.LITTLE_ENDIAN);
+        long second = all.buffer().getLong(all.payload() + 16, ByteOrder.LITTLE_ENDIAN);
+        assertEquals(HandleTable.KIND_FUNCTION, HandleTable.kindOf(first));
+        assertNotEquals(first, second);
+        Response again = c.call(Requests.ivc_module_enumerate_functions(1, 1, module));
+        assertEquals(second, again.buffer().getLong(again.payload() + 8, ByteOrder.LITTLE_ENDIAN),
+                "the same function, the same handle");
+        assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_module_enumerate_functions(1, 3, module)).result());
+        assertEquals(CuResult.INVALID_HANDLE, c.call(Requests.cuModuleGetFunctionCount(module + 16)).result(),
+                "a module the process does not hold");
     }
 }

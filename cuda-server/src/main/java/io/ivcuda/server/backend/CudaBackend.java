@@ -175,6 +175,18 @@ public interface CudaBackend {
         return CuResult.NOT_SUPPORTED;
     }
 
+    /**
+     * Slot 4 of the driver's private export table 1734dc26 (docs/export-tables.md): the SM topology
+     * of the current context's device as cuBLASLt asks it, two byte arrays of {@link Out#value}
+     * entries each (one per TPC), copied to {@code out.scratch + SM_TOPOLOGY_OFFSET}, first then second. Only a
+     * real driver can answer it.
+     */
+    int SM_TOPOLOGY_OFFSET = 256;
+
+    default int smTopology(Out out) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
     // ---- kernels (issue 12) ----
     // Libraries, CUkernels and launch extensions (api/kernels.api). Defaults answer
     // CUDA_ERROR_NOT_SUPPORTED: a backend without a GPU (host-memory) has nothing to load or run.
@@ -210,6 +222,16 @@ public interface CudaBackend {
 
     /** Writes {@code count} native kernels (8 bytes each) at {@code dst}. */
     default int libraryEnumerateKernels(long dst, int count, long library) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** The number of functions of a module in {@code out.value} (CUDA 12.4). */
+    default int moduleGetFunctionCount(Out out, long module) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Writes {@code count} native functions of the module (8 bytes each) at {@code dst}. */
+    default int moduleEnumerateFunctions(long dst, int count, long module) {
         return CuResult.NOT_SUPPORTED;
     }
 

@@ -24,6 +24,8 @@ final class CudaDriverKernels {
     static native int cuLibraryGetGlobal(long pdptr, long pbytes, long lib, String name);
     static native int cuLibraryGetKernelCount(long pcount, long lib);
     static native int cuLibraryEnumerateKernels(long kernels, int count, long lib);
+    static native int cuModuleGetFunctionCount(long pcount, long mod);
+    static native int cuModuleEnumerateFunctions(long functions, int count, long mod);
     static native int cuKernelGetFunction(long pfunc, long kernel);
     static native int cuKernelGetAttribute(long pi, int attrib, long kernel, int dev);
     static native int cuKernelSetAttribute(int attrib, int val, long kernel, int dev);

@@ -450,6 +450,27 @@ public final class JnaCudaBackend implements CudaBackend {
         return exportTables().integrityCheck(o, version, unixSeconds);
     }
 
+    /** CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
+    private static final int MULTIPROCESSOR_COUNT = 16;
+
+    @Override
+    public int smTopology(Out o) {
+        int r = cuCtxGetDevice(s(o, 0));
+        if (r != CuResult.SUCCESS) {
+            return r;
+        }
+        r = cuDeviceGetAttribute(s(o, 8), MULTIPROCESSOR_COUNT, UnsafeApi.getInt(s(o, 0)));
+        if (r != CuResult.SUCCESS) {
+            return r;
+        }
+        int tpcs = (UnsafeApi.getInt(s(o, 8)) + 1) / 2; // an entry per TPC, two SMs each
+        if (tpcs <= 0 || CudaBackend.SM_TOPOLOGY_OFFSET + 2L * tpcs > Out.SCRATCH_SIZE) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        o.value = tpcs;
+        return exportTables().smTopology(o.scratch, tpcs);
+    }
+
     // ---- kernels (issue 12) ----
 
     /** Whether {@link CudaDriverKernels} registered: the host driver has CUDA 12.5's library and kernel calls. */
@@ -526,6 +547,21 @@ public final class JnaCudaBackend implements CudaBackend {
     @Override
     public int libraryEnumerateKernels(long dst, int count, long library) {
         return KERNELS ? CudaDriverKernels.cuLibraryEnumerateKernels(dst, count, library) : CuResult.NOT_SUPPORTED;
+    }
+
+    @Override
+    public int moduleGetFunctionCount(Out o, long module) {
+        if (!KERNELS) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        int r = CudaDriverKernels.cuModuleGetFunctionCount(s(o, 0), module);
+        o.value = UnsafeApi.getInt(s(o, 0));
+        return r;
+    }
+
+    @Override
+    public int moduleEnumerateFunctions(long dst, int count, long module) {
+        return KERNELS ? CudaDriverKernels.cuModuleEnumerateFunctions(dst, count, module) : CuResult.NOT_SUPPORTED;
     }
 
     @Override

@@ -1,6 +1,8 @@
 package io.ivcuda.server.handler;
 
 import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.backend.CudaBackend;
+import org.agrona.UnsafeApi;
 import io.ivcuda.server.gen.ExportCalls;
 import io.ivcuda.server.gen.Reply;
 import io.ivcuda.server.integrity.Placement;
@@ -16,6 +18,7 @@ import org.apache.logging.log4j.Logger;
 final class ExportHandler implements ExportCalls {
     private static final Logger LOG = LogManager.getLogger(ExportHandler.class);
     private static final AtomicBoolean REFUSAL_LOGGED = new AtomicBoolean();
+    private static final AtomicBoolean TOPOLOGY_REFUSAL_LOGGED = new AtomicBoolean();
 
     /** Where a guest's thread descriptor (pthread_self()) can be: x86-64 user space above its first 2 MiB (as the oracle checks), 64-byte aligned. */
     static final long THREAD_BOTTOM = 0x20_0000L;
@@ -80,6 +83,35 @@ final class ExportHandler implements ExportCalls {
         }
         r.set(0, answer[0]);
         r.set(1, answer[1]);
+        return CuResult.SUCCESS;
+    }
+
+    /**
+     * 1734dc26 slot 4: the SM topology of the device as the server's driver hands it out (two
+     * arrays of one byte per TPC), for cuBLASLt's nvjet kernels. Without it cuBLASLt takes other
+     * kernels, so a backend that has none answers NOT_SUPPORTED (said once).
+     */
+    @Override
+    public int ivc_sm_topology(Reply r, int capacity) {
+        int result = session.cuda.smTopology(session.out);
+        if (result != CuResult.SUCCESS) {
+            if (TOPOLOGY_REFUSAL_LOGGED.compareAndSet(false, true)) {
+                LOG.info("channel {} pid {}: the SM topology (export table 1734dc26) cannot be answered by {} → {}:"
+                        + " cuBLASLt uses other kernels than its nvjet ones", session.index(), session.ownerPid(),
+                        session.cuda.describe(), CuResult.name(result));
+            }
+            return result;
+        }
+        int entries = session.out.value;
+        if (r.outbufCapacity() < 2 * entries) {
+            return session.refuse("capacity", capacity + " bytes for two arrays of " + entries, CuResult.INVALID_VALUE);
+        }
+        long from = session.out.scratch + CudaBackend.SM_TOPOLOGY_OFFSET;
+        for (int i = 0; i < 2 * entries; i++) {
+            r.buffer().putByte(r.outbufIndex() + i, UnsafeApi.getByte(from + i));
+        }
+        r.outbufLength(2 * entries);
+        r.set(0, entries);
         return CuResult.SUCCESS;
     }
 }

@@ -13,6 +13,7 @@ import io.ivcuda.server.core.Libraries;
 import io.ivcuda.server.gen.LibraryCalls;
 import io.ivcuda.server.gen.Reply;
 import java.nio.ByteOrder;
+import java.util.function.LongUnaryOperator;
 import org.agrona.DirectBuffer;
 import org.agrona.UnsafeApi;
 
@@ -180,36 +181,73 @@ final class LibraryHandler implements LibraryCalls {
      */
     @Override
     public int ivc_library_enumerate_kernels(Reply r, int numKernels, int first, long lib) {
-        Out out = session.out;
-        int result = session.cuda.libraryGetKernelCount(out, lib);
+        int result = session.cuda.libraryGetKernelCount(session.out, lib);
         if (result != CuResult.SUCCESS) {
             return result;
         }
-        long total = out.value & 0xffffffffL;
+        return enumerated(r, session.out.value & 0xffffffffL, first, "kernels of the library", "numKernels",
+                (dst, count) -> session.cuda.libraryEnumerateKernels(dst, count, lib), kernel -> {
+                    session.vm.libraries().kernel(kernel, lib);
+                    return handleFor(KIND_FUNCTION, kernel, lib);
+                });
+    }
+
+    @Override
+    public int cuModuleGetFunctionCount(Reply r, long mod) {
+        int result = session.cuda.moduleGetFunctionCount(session.out, mod);
+        r.set(0, session.out.value & 0xffffffffL);
+        return result;
+    }
+
+    /**
+     * Functions {@code first}.. of the module, as many as the guest's capacity and the response area
+     * hold: each gets the caller's handle (the one cuModuleGetFunction answers for it), gone with the
+     * module's unload.
+     */
+    @Override
+    public int ivc_module_enumerate_functions(Reply r, int numFunctions, int first, long mod) {
+        int result = session.cuda.moduleGetFunctionCount(session.out, mod);
+        if (result != CuResult.SUCCESS) {
+            return result;
+        }
+        return enumerated(r, session.out.value & 0xffffffffL, first, "functions of the module", "numFunctions",
+                (dst, count) -> session.cuda.moduleEnumerateFunctions(dst, count, mod),
+                function -> handleFor(KIND_FUNCTION, function, mod));
+    }
+
+    /** The driver's enumeration of all {@code count} objects, written at {@code dst}. */
+    private interface DriverEnumeration {
+        int write(long dst, int count);
+    }
+
+    /**
+     * Answers objects {@code first}.. of the {@code total} the driver enumerates, each as the caller's
+     * handle, as many as the outbuf holds; the driver is asked for all of them (total is its count).
+     */
+    private int enumerated(Reply r, long total, int first, String what, String capacityParam, DriverEnumeration all,
+                           LongUnaryOperator handleOf) {
         long from = first & 0xffffffffL;
         if (from > total) {
-            return session.refuse("first", from + " is past the library's " + total + " kernels", CuResult.INVALID_VALUE);
+            return session.refuse("first", from + " is past the " + total + " " + what, CuResult.INVALID_VALUE);
         }
         int n = (int) Math.min(total - from, r.outbufCapacity() / 8);
         if (total == 0) {
             r.outbufLength(0);
             return CuResult.SUCCESS;
         }
-        // the driver writes them all (total is the library's own count, not the guest's)
         long natives = UnsafeApi.allocateMemory(8 * total);
         try {
-            result = session.cuda.libraryEnumerateKernels(natives, (int) total, lib);
+            int result = all.write(natives, (int) total);
             if (result != CuResult.SUCCESS) {
                 return result;
             }
             for (int i = 0; i < n; i++) {
                 if (!session.vm.handles().canMint(session.token())) {
-                    return session.refuse("numKernels", "the process holds as many handles as the server's limits allow",
+                    return session.refuse(capacityParam, "the process holds as many handles as the server's limits allow",
                             CuResult.OUT_OF_MEMORY);
                 }
-                long kernel = UnsafeApi.getLong(natives + 8 * (from + i));
-                session.vm.libraries().kernel(kernel, lib);
-                r.buffer().putLong(r.outbufIndex() + 8 * i, handleFor(KIND_FUNCTION, kernel, lib), ByteOrder.LITTLE_ENDIAN);
+                long nativeObject = UnsafeApi.getLong(natives + 8 * (from + i));
+                r.buffer().putLong(r.outbufIndex() + 8 * i, handleOf.applyAsLong(nativeObject), ByteOrder.LITTLE_ENDIAN);
             }
         } finally {
             UnsafeApi.freeMemory(natives);
