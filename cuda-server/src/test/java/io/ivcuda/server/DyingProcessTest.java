@@ -12,18 +12,15 @@ import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.core.HandleTable;
 import io.ivcuda.server.gen.Requests;
 import io.ivcuda.wire.ChannelFlyweight;
-import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
 import org.apache.logging.log4j.Level;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A process that exits (ivc_process_exit) and goes on calling the driver from its exit handlers, as
@@ -34,13 +31,10 @@ import org.junit.jupiter.api.io.TempDir;
  * driver objects the reclaim was destroying. Here the backend records every destroy of a stream and
  * holds the reclaim inside its first one, so the race is not left to timing.
  */
-class DyingProcessTest {
-    static final long SIZE = 32L << 20;
+class DyingProcessTest extends HostMemoryGuestCase {
+    /** The process of the single-process test; the batch's processes have tokens of their own. */
+    static final long TOKEN = (7000L << 32) | 0x42;
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
     RecordingBackend backend;
     final LogCapture log = new LogCapture();
 
@@ -85,27 +79,23 @@ class DyingProcessTest {
         }
     }
 
-    void start(String... extra) throws Exception {
-        Path region = dir.resolve("region");
-        List<String> set = new ArrayList<>(List.of("region.path=" + region, "region.size=" + SIZE, "channel.count=4",
-                "backend=host-memory", "wait.park.max.us=200"));
-        set.addAll(List.of(extra));
-        backend = new RecordingBackend();
-        server = new CudaServer(ServerConfig.load(List.of(), set), backend);
-        server.start();
-        guest = new FakeGuest(region, SIZE);
+    @Override
+    long token() {
+        return TOKEN;
     }
 
+    void start(String... extra) throws Exception {
+        backend = new RecordingBackend();
+        start(backend, Stream.concat(Stream.of("wait.park.max.us=200"), Stream.of(extra)).toArray(String[]::new));
+    }
+
+    /** The gate opened first: a call held inside the backend would keep the server from closing. */
     @AfterEach
+    @Override
     void stop() {
         log.close();
         backend.gate.countDown();
-        if (guest != null) {
-            guest.close();
-        }
-        if (server != null) {
-            server.close();
-        }
+        super.stop();
     }
 
     private static long stream(Channel c) {
@@ -178,7 +168,7 @@ class DyingProcessTest {
     @Test
     void aSecondReclaimOfTheSameProcessFreesNothing() throws Exception {
         start();
-        long token = (7000L << 32) | 0x42;
+        long token = TOKEN;
         Channel c = claimWhenFree(0, token);
         assertEquals(CuResult.SUCCESS, c.hello().result());
         stream(c);

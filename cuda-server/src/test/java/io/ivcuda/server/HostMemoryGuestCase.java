@@ -12,7 +12,10 @@ import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.io.TempDir;
 
-/** A server on a host-memory backend (or a stand-in derived from it) and one fake guest process of it. */
+/**
+ * A server on a host-memory backend (or a stand-in derived from it) and a fake guest of it:
+ * {@link #greeted} speaks for the test's process ({@link #token()}), {@link #hello} for any other.
+ */
 abstract class HostMemoryGuestCase {
     static final long SIZE = 32L << 20;
 

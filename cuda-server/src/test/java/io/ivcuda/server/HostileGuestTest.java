@@ -13,7 +13,6 @@ import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.server.gen.Requests;
 import io.ivcuda.wire.ChannelFlyweight;
 import io.ivcuda.wire.HeaderFlyweight;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -21,24 +20,19 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
 import org.apache.logging.log4j.Level;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Issue 13's findings, one regression test each, on the host-memory backend: what a hostile (or
  * killed) guest process did to the server before, and what it gets now.
  */
-class HostileGuestTest {
-    static final long SIZE = 32L << 20;
+class HostileGuestTest extends HostMemoryGuestCase {
     static final long TOKEN = (4242L << 32) | 0x1234;
     static final long OTHER = (4343L << 32) | 0x5678;
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
     GatedBackend backend;
     final LogCapture log = new LogCapture();
 
@@ -81,33 +75,23 @@ class HostileGuestTest {
         }
     }
 
-    void start(String... extra) throws Exception {
-        Path region = dir.resolve("region");
-        List<String> set = new ArrayList<>(List.of("region.path=" + region, "region.size=" + SIZE, "channel.count=4",
-                "backend=host-memory", "wait.park.max.us=200"));
-        set.addAll(List.of(extra));
-        backend = new GatedBackend();
-        server = new CudaServer(ServerConfig.load(List.of(), set), backend);
-        server.start();
-        guest = new FakeGuest(region, SIZE);
+    @Override
+    long token() {
+        return TOKEN;
     }
 
+    void start(String... extra) throws Exception {
+        backend = new GatedBackend();
+        start(backend, Stream.concat(Stream.of("wait.park.max.us=200"), Stream.of(extra)).toArray(String[]::new));
+    }
+
+    /** The gate opened first: a call held inside the backend would keep the server from closing. */
     @AfterEach
+    @Override
     void stop() {
         log.close();
         backend.gate.countDown();
-        if (guest != null) {
-            guest.close();
-        }
-        if (server != null) {
-            server.close();
-        }
-    }
-
-    private Channel greeted(int index, long token) {
-        Channel c = guest.claim(index, token);
-        assertEquals(CuResult.SUCCESS, c.hello().result());
-        return c;
+        super.stop();
     }
 
     private static long alloc(Channel c, long bytes) {
@@ -132,8 +116,8 @@ class HostileGuestTest {
     @Test
     void aFreeWhileAnotherThreadMemsetsTheBlockWaitsForIt() throws Exception {
         start();
-        Channel a = greeted(0, TOKEN);
-        Channel b = greeted(1, TOKEN);
+        Channel a = hello(0, TOKEN);
+        Channel b = hello(1, TOKEN);
         long d = alloc(a, 1 << 20);
         CompletableFuture<Response> memset = gatedMemset(a, d);
         assertEquals(CuResult.SUCCESS, b.call(Requests.ivc_mem_free(d)).result(), "the free is answered at once");
@@ -152,15 +136,15 @@ class HostileGuestTest {
     @Test
     void aReclaimWaitsForTheBusyWorkerWithoutBlockingOthers() throws Exception {
         start();
-        Channel a = greeted(0, TOKEN);
-        Channel exiting = greeted(1, TOKEN);
+        Channel a = hello(0, TOKEN);
+        Channel exiting = hello(1, TOKEN);
         long d = alloc(a, 1 << 20);
         CompletableFuture<Response> memset = gatedMemset(a, d);
         long t0 = System.nanoTime();
         assertEquals(CuResult.SUCCESS, exiting.call(Requests.ivc_process_exit()).result());
         assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(2), "ivc_process_exit does not wait");
         // another process is served meanwhile: the watcher is not blocked by the reclaim
-        Channel other = greeted(2, OTHER);
+        Channel other = hello(2, OTHER);
         assertEquals(CuResult.SUCCESS, other.call(Requests.cuInit(0)).result());
         Thread.sleep(300);
         assertEquals(0, backend.frees.get(), "nothing freed while the worker is inside the driver");
@@ -177,7 +161,7 @@ class HostileGuestTest {
     void aStopWithABusyWorkerLeavesTheRegionMapped() throws Exception {
         start();
         server.stopWaitMs(200);
-        Channel a = greeted(0, TOKEN);
+        Channel a = hello(0, TOKEN);
         long d = alloc(a, 1 << 20);
         CompletableFuture<Response> memset = gatedMemset(a, d);
         server.close();
@@ -211,7 +195,7 @@ class HostileGuestTest {
     @Test
     void overflowingAllocationSizesAreRefusedWithoutAStack() throws Exception {
         start();
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         for (int i = 0; i < 5000; i++) {
             assertEquals(CuResult.OUT_OF_MEMORY, c.call(Requests.ivc_mem_alloc(Long.MAX_VALUE - i)).result());
             int pitch = c.call(Requests.ivc_mem_alloc_pitch(1L << 40, 1L << 40, 4)).result();
@@ -231,7 +215,7 @@ class HostileGuestTest {
         start();
         List<Channel> held = new ArrayList<>();
         for (int i = 0; i < guest.channelCount; i++) {
-            Channel c = i % 2 == 0 ? greeted(i, TOKEN) : guest.claim(i, TOKEN); // some never said hello
+            Channel c = i % 2 == 0 ? hello(i, TOKEN) : guest.claim(i, TOKEN); // some never said hello
             held.add(c);
         }
         alloc(held.get(0), 1 << 20);
@@ -260,7 +244,7 @@ class HostileGuestTest {
     @Test
     void memoryOfAProcessWithoutChannelsIsReclaimed() throws Exception {
         start("owner.timeout.ms=300");
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         alloc(c, 1 << 20);
         assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_goodbye()).result());
         c.release();
@@ -279,7 +263,7 @@ class HostileGuestTest {
     @Test
     void aTokenWithoutChannelsIsKeptWhileTheVmIsPaused() throws Exception {
         start("owner.timeout.ms=300");
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         alloc(c, 1 << 20);
         c.call(Requests.ivc_goodbye());
         c.release();
@@ -291,7 +275,7 @@ class HostileGuestTest {
     @Test
     void handlesAreBoundedPerProcess() throws Exception {
         start("limit.handles.process=50");
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         for (int i = 0; i < 50; i++) {
             assertEquals(CuResult.SUCCESS, c.call(Requests.cuEventCreate(0)).result());
         }
@@ -299,7 +283,7 @@ class HostileGuestTest {
             assertEquals(CuResult.OUT_OF_MEMORY, c.call(Requests.cuStreamCreate(0)).result());
         }
         assertEquals(50, server.vm().handles().size());
-        Channel other = greeted(1, OTHER);
+        Channel other = hello(1, OTHER);
         assertEquals(CuResult.SUCCESS, other.call(Requests.cuStreamCreate(0)).result());
         assertTrue(log.count(Level.WARN) <= 10, "lines: " + log.count(Level.WARN));
     }
@@ -308,7 +292,7 @@ class HostileGuestTest {
     @Test
     void aModuleUploadBeyondTheImageLimitIsRefusedBeforeAllocating() throws Exception {
         start("limit.module.image.bytes=1048576");
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         byte[] image = new byte[2 << 20];
         Response r = c.streamRequest(Requests.ivc_module_load(1, image.length, 1, new byte[0], 0), image);
         assertEquals(CuResult.OUT_OF_MEMORY, r.result());
@@ -321,7 +305,7 @@ class HostileGuestTest {
     @Test
     void aChannelLeftOutOfStepIsResetFromTheServersCounters() throws Exception {
         start();
-        Channel c = greeted(2, TOKEN);
+        Channel c = hello(2, TOKEN);
         c.call(Requests.ivc_goodbye());
         long expected = c.control.respSeqVolatile();
         c.release();
@@ -354,7 +338,7 @@ class HostileGuestTest {
     @Test
     void aStringChangedDuringTheCallIsCheckedOnItsCopy() throws Exception {
         start();
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         AtomicBoolean flipping = new AtomicBoolean(true);
         int at = c.request.offset() + io.ivcuda.wire.RequestFlyweight.LENGTH + 8 + 8 + 6; // name's NUL
         Thread flipper = new Thread(() -> {
