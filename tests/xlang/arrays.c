@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda.h"
+#include "check.h"
 
 CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray);
 CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray);
@@ -36,25 +36,6 @@ CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC *pResDesc, CUtexObject te
 CUresult cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc);
 CUresult cuSurfObjectDestroy(CUsurfObject surfObject);
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, size_t h, unsigned elementSize);
-
-static int failures;
-
-#define CK(call)                                                                                     \
-    do {                                                                                             \
-        CUresult r_ = (call);                                                                        \
-        if (r_ != CUDA_SUCCESS) {                                                                    \
-            printf("%s:%d: %s → %d\n", __FILE__, __LINE__, #call, r_);                               \
-            exit(1);                                                                                 \
-        }                                                                                            \
-    } while (0)
-
-static void expect(int ok, const char *what)
-{
-    if (!ok) {
-        printf("FAIL %s\n", what);
-        failures++;
-    }
-}
 
 static void fill(unsigned char *p, size_t n, unsigned seed)
 {
@@ -101,12 +82,7 @@ static void round_trip(unsigned char *src, unsigned char *dst, size_t w, size_t 
 
 int main(void)
 {
-    CUdevice dev;
-    CUcontext ctx;
-    CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
+    xlang_primary_context(xlang_device());
 
     /* pageable: one request, runs of rows, several slices a request, wide rows in pieces */
     size_t shapes[][4] = {{40, 7, 1, 64}, {300, 1000, 1, 333}, {64, 16, 9, 70}, {400000, 3, 2, 400017}};
@@ -204,10 +180,5 @@ int main(void)
         unsigned char four[4];
         expect(cuMemcpyAtoH_v2(four, a, 0, 4) == CUDA_ERROR_INVALID_HANDLE, "a destroyed array is refused");
     }
-    if (failures) {
-        printf("arrays: %d failures\n", failures);
-        return 1;
-    }
-    printf("arrays: ok\n");
-    return 0;
+    return xlang_report("arrays");
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda.h"
+#include "check.h"
 
 CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy);
 CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream);
@@ -30,25 +30,6 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s);
 CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned flags);
 CUresult cuMemHostUnregister(void *p);
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, size_t h, unsigned elementSize);
-
-static int failures;
-
-#define CK(call)                                                                                     \
-    do {                                                                                             \
-        CUresult r_ = (call);                                                                        \
-        if (r_ != CUDA_SUCCESS) {                                                                    \
-            printf("%s:%d: %s → %d\n", __FILE__, __LINE__, #call, r_);                               \
-            exit(1);                                                                                 \
-        }                                                                                            \
-    } while (0)
-
-static void expect(int ok, const char *what)
-{
-    if (!ok) {
-        printf("FAIL %s\n", what);
-        failures++;
-    }
-}
 
 static void fill(unsigned char *p, size_t n, unsigned seed)
 {
@@ -93,12 +74,8 @@ static void round_trip_2d(unsigned char *host_src, unsigned char *host_dst, size
 
 int main(void)
 {
-    CUdevice dev;
-    CUcontext ctx;
-    CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
+    CUdevice dev = xlang_device();
+    CUcontext ctx = xlang_primary_context(dev);
 
     /* pageable: small (one inline request), many rows (batched), wide rows (one by one) */
     size_t sizes[][3] = {{40, 7, 64}, {300, 1000, 333}, {200000, 3, 200017}};
@@ -246,6 +223,5 @@ int main(void)
         expect(cuMemHostRegister_v2(page, sizeof page, 0x02) == CUDA_ERROR_NOT_SUPPORTED,
                "a DEVICEMAP registration is refused");
     }
-    printf(failures ? "strided: %d failed\n" : "strided: ok\n", failures);
-    return failures != 0;
+    return xlang_report("strided");
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda.h"
+#include "check.h"
 
 CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop, int option);
 CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags);
@@ -40,31 +40,10 @@ CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool);
 CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev);
 CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
 
-static int failures;
-
-#define CK(call)                                                                                     \
-    do {                                                                                             \
-        CUresult r_ = (call);                                                                        \
-        if (r_ != CUDA_SUCCESS) {                                                                    \
-            printf("%s:%d: %s → %d\n", __FILE__, __LINE__, #call, r_);                               \
-            exit(1);                                                                                 \
-        }                                                                                            \
-    } while (0)
-
-static void expect(int ok, const char *what)
-{
-    if (!ok) {
-        printf("FAIL %s\n", what);
-        failures++;
-    }
-}
-
 int main(void)
 {
-    CUdevice dev;
+    CUdevice dev = xlang_device();
     CUcontext ctx;
-    CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
     CK(cuCtxCreate(&ctx, 0, dev));
 
     CUmemAllocationProp prop;
@@ -168,8 +147,5 @@ int main(void)
     CK(cuCtxDestroy(ctx));
     free(src);
     free(dst);
-    if (failures)
-        return 1;
-    printf("vmm: ok\n");
-    return 0;
+    return xlang_report("vmm");
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes the shim's exported entry points from the driver's export list:
 #   <dir>/exports.S  one stub per name (entry id = line number - 1) that jumps to
-#                    trace_enter_common, except the names trace.c implements in C
+#                    trace_enter_common, except the names procaddr.c and tables.c implement in C
 #   <dir>/exports.c  the names, the stubs' addresses and a name -> id lookup
 # usage: gen-exports.sh <exports list> <output dir>
 set -euo pipefail

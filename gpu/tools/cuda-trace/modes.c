@@ -98,10 +98,23 @@ int trace_modes_parse(const char *spec)
     return 0;
 }
 
+/* Whether CUDA_TRACE_NOCOPY names this table (a prefix of its UUID in hex, any case). */
+static int excluded(const char *uuid_hex)
+{
+    const char *list = trace_cfg.nocopy;
+    while (list && *list) {
+        size_t n = strcspn(list, ",");
+        if (n > 0 && n <= 32 && strncasecmp(list, uuid_hex, n) == 0) return 1;
+        list += n;
+        if (*list == ',') list++;
+    }
+    return 0;
+}
+
 struct table_choice trace_table_choice(const char *uuid_hex)
 {
     struct table_choice c = { MODE_DEEP, { 0, 0 } };
-    if (!trace_cfg.copy_tables || trace_table_excluded(uuid_hex)) c.mode = MODE_REAL;
+    if (!trace_cfg.copy_tables || excluded(uuid_hex)) c.mode = MODE_REAL;
     for (int i = 0; i < rule_count; i++) {
         size_t n = strlen(rules[i].prefix);
         if (n == 0 || strncasecmp(rules[i].prefix, uuid_hex, n) == 0) c = rules[i].choice;

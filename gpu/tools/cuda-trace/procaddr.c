@@ -41,7 +41,13 @@ static int by_address(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-void trace_procaddr_init(void)
+/* The ids and functions above, and the index of the driver's exported functions: made at
+ * the first lookup or table slot, which always comes after the shim has started (every
+ * caller is reached through cuGetProcAddress or cuGetExportTable, both of which start it),
+ * so starting the shim need not call into this file. */
+static pthread_once_t index_once = PTHREAD_ONCE_INIT;
+
+static void index_exports(void)
 {
     id_gpa = trace_export_id("cuGetProcAddress");
     id_gpa_v2 = trace_export_id("cuGetProcAddress_v2");
@@ -76,6 +82,7 @@ static int export_of(void *real)
 
 void *trace_own_function(void *real)
 {
+    pthread_once(&index_once, index_exports);
     if (real == real_gpa) return (void *)cuGetProcAddress;
     if (real == real_gpa_v2) return (void *)cuGetProcAddress_v2;
     if (real == real_export_table) return (void *)cuGetExportTable;
@@ -173,6 +180,7 @@ static void log_lookup(const char *tag, void *caller, const char *symbol, int ve
 int cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, uint64_t flags, int *symbolStatus)
 {
     trace_ensure_init();
+    pthread_once(&index_once, index_exports);
     trace_count_call(id_gpa_v2);
     int rc = real_gpa_v2 && trace_real_handle
                  ? ((gpa_v2_fn)real_gpa_v2)(symbol, pfn, cudaVersion, flags, symbolStatus)
@@ -187,6 +195,7 @@ int cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, uint64_
 int cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, uint64_t flags)
 {
     trace_ensure_init();
+    pthread_once(&index_once, index_exports);
     trace_count_call(id_gpa);
     int rc = real_gpa && trace_real_handle ? ((gpa_v1_fn)real_gpa)(symbol, pfn, cudaVersion, flags) : 999;
     void *real = (rc == 0 && pfn) ? *pfn : NULL;

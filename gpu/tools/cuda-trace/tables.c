@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "trace.h"
 
@@ -257,19 +256,6 @@ const void *trace_table_wrap(const uint8_t uuid[16], const void *real, struct ta
     pthread_mutex_unlock(&tables_lock);
     if (fresh >= 0) log_words(fresh);
     return given;
-}
-
-/* Whether CUDA_TRACE_NOCOPY names this table (a prefix of its UUID in hex, any case). */
-int trace_table_excluded(const char *uuid_hex)
-{
-    const char *list = trace_cfg.nocopy;
-    while (list && *list) {
-        size_t n = strcspn(list, ",");
-        if (n > 0 && n <= 32 && strncasecmp(list, uuid_hex, n) == 0) return 1;
-        list += n;
-        if (*list == ',') list++;
-    }
-    return 0;
 }
 
 /* At exit: each table, and any word that changed since it was copied, in the driver's table

@@ -57,13 +57,16 @@ struct trace_entry {
     _Atomic uint32_t logged; /* ENTRY_SLOT: calls logged for this slot */
 };
 
+/* The most bytes dumped per pointer argument (CUDA_TRACE_DUMP_BYTES' limit, calls.c's buffers). */
+#define TRACE_MAX_DUMP 128
+
 /* Settings, read once from the environment (README.md lists them). */
 struct trace_settings {
     const char *real_path;
     uint32_t max_calls;       /* ordered call records for exported/proc functions */
     uint32_t dump_calls;      /* of those, how many get pointer dumps */
     uint32_t slot_calls;      /* records per export-table slot */
-    uint32_t dump_bytes;      /* bytes dumped per pointer argument, at most 256 */
+    uint32_t dump_bytes;      /* bytes dumped per pointer argument, at most TRACE_MAX_DUMP */
     uint32_t nosize_words;    /* words copied from a table without a size word */
     int copy_tables;          /* hand out logging copies of export tables */
     const char *nocopy;       /* comma-separated UUID prefixes (hex) whose tables are not copied */
@@ -77,17 +80,23 @@ struct trace_settings {
     unsigned oracle_flags;    /* ORACLE_* of remote_proto.h */
 };
 
-/* trace.c */
+/* trace.c: the state every part shares (it calls no other part) */
 TRACE_HIDDEN extern struct trace_entry trace_entries[TRACE_ENTRY_COUNT];
 TRACE_HIDDEN extern struct trace_settings trace_cfg;
 TRACE_HIDDEN extern void *trace_real_handle;
-TRACE_HIDDEN void trace_ensure_init(void);
-TRACE_HIDDEN void *trace_on_enter(struct trace_regs *r);
-TRACE_HIDDEN uint64_t trace_on_return(struct trace_ret_regs *r, uint64_t *rsp_after);
 TRACE_HIDDEN int trace_pool_alloc(void);
+TRACE_HIDDEN int trace_pool_used(void);
 TRACE_HIDDEN void *trace_pool_stub(int id);
 TRACE_HIDDEN uint64_t trace_next_seq(void);
+TRACE_HIDDEN uint64_t trace_seq_used(void);
 TRACE_HIDDEN unsigned trace_count_call(int id);
+
+/* start.c: settings, the driver and the entry table, once, before any call is handled */
+TRACE_HIDDEN void trace_ensure_init(void);
+
+/* calls.c: every call through a stub (trampoline.S) */
+TRACE_HIDDEN void *trace_on_enter(struct trace_regs *r);
+TRACE_HIDDEN uint64_t trace_on_return(struct trace_ret_regs *r, uint64_t *rsp_after);
 
 /* exports.c (generated) */
 TRACE_HIDDEN extern const unsigned trace_export_count;
@@ -175,10 +184,8 @@ TRACE_HIDDEN void trace_mirror_check(const struct mirror_table *m, int exact);
 TRACE_HIDDEN const void *trace_table_wrap(const uint8_t uuid[16], const void *real, struct table_choice choice);
 TRACE_HIDDEN void trace_table_uuid_text(int table, char *buf, size_t len);
 TRACE_HIDDEN void trace_tables_summary(void);
-TRACE_HIDDEN int trace_table_excluded(const char *uuid_hex);
 
 /* procaddr.c: pointers from cuGetProcAddress */
-TRACE_HIDDEN void trace_procaddr_init(void);
 TRACE_HIDDEN void *trace_proc_wrap(void *real, const char *symbol, int version, uint64_t flags);
 /* The shim's own cuGetProcAddress[_v2]/cuGetExportTable for the driver's, else real. */
 TRACE_HIDDEN void *trace_own_function(void *real);

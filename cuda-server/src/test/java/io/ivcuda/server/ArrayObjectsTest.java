@@ -8,15 +8,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.ivcuda.server.FakeGuest.Channel;
 import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.gen.Requests;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
-import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Arrays, copies to and from them, texture and surface objects (docs/memory.md) through a real
@@ -25,40 +22,24 @@ import org.junit.jupiter.api.io.TempDir;
  * the array, handles are the process's own, quota is counted and given back at destroy and exit.
  * Texture and surface objects are minted and checked here, never sampled (no kernel runs).
  */
-class ArrayObjectsTest {
-    static final long SIZE = 32L << 20;
+class ArrayObjectsTest extends HostMemoryGuestCase {
     static final long TOKEN = (4545L << 32) | 0x55;
     static final int FLOAT = 0x20;
     static final int UINT8 = 0x01;
     /** 8 rows of 16 floats: 512 bytes; the quota holds two such arrays, not three. */
     static final long QUOTA = 1100;
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
     Channel c;
+
+    @Override
+    long token() {
+        return TOKEN;
+    }
 
     @BeforeEach
     void start() throws Exception {
-        Path region = dir.resolve("region");
-        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory", "memory.quota=" + QUOTA, "wait.park.max.us=200")));
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-        c = greeted(0, TOKEN);
-    }
-
-    @AfterEach
-    void stop() {
-        guest.close();
-        server.close();
-    }
-
-    private Channel greeted(int index, long token) {
-        Channel channel = guest.claim(index, token);
-        assertEquals(CuResult.SUCCESS, channel.hello().result());
-        return channel;
+        start(new HostMemoryBackend(), "memory.quota=" + QUOTA, "wait.park.max.us=200");
+        c = hello(0, TOKEN);
     }
 
     private long array(Channel channel, long width, long height, int format, int channels) {
@@ -167,7 +148,7 @@ class ArrayObjectsTest {
         assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_memcpy3d_dtoa(a, 0, 0, 0, m.out(0), 32, 64, 1, 64, 1,
                 1, 0)).result());
         // another process names this one's array
-        Channel other = greeted(1, TOKEN + 1);
+        Channel other = hello(1, TOKEN + 1);
         assertEquals(CuResult.INVALID_HANDLE,
                 other.call(Requests.ivc_memcpy3d_atoh_inline(a, 0, 0, 0, 4, 1, 1, 0, 4)).result());
         assertEquals(CuResult.INVALID_HANDLE, other.call(Requests.cuArrayDestroy(a)).result());
@@ -187,7 +168,7 @@ class ArrayObjectsTest {
         array(c, 16, 8, FLOAT, 1);
         // the process exits: both its arrays go, another process gets the room
         assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_process_exit()).result());
-        Channel other = greeted(1, TOKEN + 1);
+        Channel other = hello(1, TOKEN + 1);
         // the reclaim runs on its own thread: the room comes back when it has freed the arrays
         long deadline = System.nanoTime() + 10_000_000_000L;
         Response first;
@@ -225,7 +206,7 @@ class ArrayObjectsTest {
         td.buffer().getBytes(td.payload(), got);
         assertArrayEquals(textureDesc(), got);
         // another process can neither query nor destroy it
-        Channel other = greeted(1, TOKEN + 1);
+        Channel other = hello(1, TOKEN + 1);
         assertEquals(CuResult.INVALID_VALUE, other.call(Requests.cuTexObjectGetResourceDesc(tex)).result());
         assertEquals(CuResult.INVALID_VALUE, other.call(Requests.cuTexObjectDestroy(tex)).result());
         // a view flag that is neither 0 nor 1
@@ -291,7 +272,7 @@ class ArrayObjectsTest {
         // the quota came back; a mipmapped array left at exit goes with the process
         assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_mipmapped_array_create(16, 8, 0, FLOAT, 1, 0, 3)).result());
         assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_process_exit()).result());
-        Channel other = greeted(1, TOKEN + 1);
+        Channel other = hello(1, TOKEN + 1);
         assertEquals(CuResult.SUCCESS,
                 other.call(Requests.ivc_mipmapped_array_create(16, 8, 0, FLOAT, 1, 0, 3)).result());
         assertEquals(CuResult.INVALID_VALUE,

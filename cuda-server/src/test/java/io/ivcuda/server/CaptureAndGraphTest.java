@@ -31,36 +31,18 @@ class CaptureAndGraphTest extends HostMemoryGuestCase {
     static final long CAPTURED_NODE = 0xc0ffee80L;
 
     /** Graph calls answered with fresh native values; a stream "captures" once it began to. */
-    static final class GraphStandIn extends HostMemoryBackend {
-        final AtomicInteger next = new AtomicInteger(0x100);
-        final Set<Long> graphs = ConcurrentHashMap.newKeySet();
+    static final class GraphStandIn extends GraphStandInBackend {
         final Set<Long> execs = ConcurrentHashMap.newKeySet();
         final Set<Long> capturing = ConcurrentHashMap.newKeySet();
-        final AtomicInteger graphDestroys = new AtomicInteger();
         final AtomicInteger execDestroys = new AtomicInteger();
         volatile int endCaptureResult = CuResult.SUCCESS;
-
-        @Override
-        public int graphCreate(Out o, int flags) {
-            o.handle = next.incrementAndGet() * 16L;
-            graphs.add(o.handle);
-            return CuResult.SUCCESS;
-        }
-
-        @Override
-        public int graphDestroy(long graph) {
-            // removed before counted: a test that waits for the count then sees the set without it
-            boolean known = graphs.remove(graph);
-            graphDestroys.incrementAndGet();
-            return known ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
-        }
 
         @Override
         public int graphInstantiate(Out o, long graph, long flags) {
             if (!graphs.contains(graph)) {
                 return CuResult.INVALID_VALUE;
             }
-            o.handle = next.incrementAndGet() * 16L;
+            o.handle = fresh();
             execs.add(o.handle);
             return CuResult.SUCCESS;
         }
@@ -78,13 +60,7 @@ class CaptureAndGraphTest extends HostMemoryGuestCase {
             if (!graphs.contains(graph)) {
                 return CuResult.INVALID_VALUE;
             }
-            o.handle = next.incrementAndGet() * 16L;
-            return CuResult.SUCCESS;
-        }
-
-        @Override
-        public int graphNodeGetType(Out o, long node) {
-            o.value = 0;
+            o.handle = fresh();
             return CuResult.SUCCESS;
         }
 

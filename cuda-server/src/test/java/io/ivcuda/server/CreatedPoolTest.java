@@ -3,17 +3,13 @@ package io.ivcuda.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.ivcuda.server.FakeGuest.Channel;
-import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.gen.Requests;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
-import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Created memory pools (api/vmm.api, docs/memory.md "Created pools") through a real server with
@@ -21,38 +17,22 @@ import org.junit.jupiter.api.io.TempDir;
  * created pool is the process's own, destroyed by it or at reclaim, and the current pool is per
  * process. The GPU path: gpu/programs/vmm_pools.c.
  */
-class CreatedPoolTest {
-    static final long SIZE = 32L << 20;
+class CreatedPoolTest extends HostMemoryGuestCase {
     static final long TOKEN = (4747L << 32) | 0x55;
     static final int PINNED = 1;
     static final int RELEASE_THRESHOLD = 4;
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
     Channel c;
+
+    @Override
+    long token() {
+        return TOKEN;
+    }
 
     @BeforeEach
     void start() throws Exception {
-        Path region = dir.resolve("region");
-        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory", "memory.quota=65536", "wait.park.max.us=200")));
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-        c = guest.claim(0, TOKEN);
-        assertEquals(CuResult.SUCCESS, c.hello().result());
-    }
-
-    @AfterEach
-    void stop() {
-        guest.close();
-        server.close();
-    }
-
-    private long ok(Response r) {
-        assertEquals(CuResult.SUCCESS, r.result());
-        return r.out(0);
+        start(new HostMemoryBackend(), "memory.quota=65536", "wait.park.max.us=200");
+        c = hello(0, TOKEN);
     }
 
     private long createPool(Channel ch) {

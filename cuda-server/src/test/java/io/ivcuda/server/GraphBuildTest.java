@@ -12,10 +12,7 @@ import io.ivcuda.server.gen.Requests;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.List;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.agrona.UnsafeApi;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -35,18 +32,11 @@ class GraphBuildTest extends HostMemoryGuestCase {
     record Call(String kind, int op, long graph, long node, long exec, List<Long> deps, long a, long b, long c) {
     }
 
-    static final class Backend extends LibraryTest.LibraryBackend {
-        final AtomicInteger next = new AtomicInteger(0x100);
-        final Set<Long> graphs = ConcurrentHashMap.newKeySet();
+    static final class Backend extends GraphStandInBackend {
         final List<Call> calls = new CopyOnWriteArrayList<>();
-        final AtomicInteger graphDestroys = new AtomicInteger();
         volatile boolean capturing;
         volatile long updatedDependency;
         volatile long bodyArray = UnsafeApi.allocateMemory(8 * 4);
-
-        private long fresh() {
-            return next.incrementAndGet() * 16L;
-        }
 
         private static List<Long> deps(long deps, long count) {
             List<Long> l = new CopyOnWriteArrayList<>();
@@ -67,21 +57,6 @@ class GraphBuildTest extends HostMemoryGuestCase {
         }
 
         @Override
-        public int graphCreate(Out o, int flags) {
-            o.handle = fresh();
-            graphs.add(o.handle);
-            return CuResult.SUCCESS;
-        }
-
-        @Override
-        public int graphDestroy(long graph) {
-            // removed before counted: a test that waits for the count then sees the set without it
-            boolean known = graphs.remove(graph);
-            graphDestroys.incrementAndGet();
-            return known ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
-        }
-
-        @Override
         public int graphInstantiate(Out o, long graph, long flags) {
             o.handle = fresh();
             return CuResult.SUCCESS;
@@ -89,12 +64,6 @@ class GraphBuildTest extends HostMemoryGuestCase {
 
         @Override
         public int graphExecDestroy(long exec) {
-            return CuResult.SUCCESS;
-        }
-
-        @Override
-        public int graphNodeGetType(Out o, long node) {
-            o.value = 0;
             return CuResult.SUCCESS;
         }
 

@@ -46,9 +46,15 @@ abstract class HostMemoryGuestCase {
 
     /** Channel {@code index}, greeted and past cuInit. */
     Channel greeted(int index) {
-        Channel c = guest.claim(index, token());
-        assertEquals(CuResult.SUCCESS, c.hello().result());
+        Channel c = hello(index, token());
         assertEquals(CuResult.SUCCESS, c.call(Requests.cuInit(0)).result());
+        return c;
+    }
+
+    /** Channel {@code index} claimed by the process {@code token} and greeted, nothing more. */
+    Channel hello(int index, long token) {
+        Channel c = guest.claim(index, token);
+        assertEquals(CuResult.SUCCESS, c.hello().result());
         return c;
     }
 

@@ -5,13 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.ivcuda.server.FakeGuest.Channel;
 import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.gen.Requests;
-import java.nio.file.Path;
-import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Stream-ordered allocation (docs/memory.md) through a real server with the host-memory backend:
@@ -19,31 +16,20 @@ import org.junit.jupiter.api.io.TempDir;
  * reclaimed at exit. The host-memory backend has no pool objects, so the pool queries answer
  * CUDA_ERROR_NOT_SUPPORTED there (the GPU path: gpu/programs/memory_objects.c).
  */
-class PoolAllocationTest {
-    static final long SIZE = 32L << 20;
+class PoolAllocationTest extends HostMemoryGuestCase {
     static final long TOKEN = (4545L << 32) | 0x99;
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
     Channel c;
+
+    @Override
+    long token() {
+        return TOKEN;
+    }
 
     @BeforeEach
     void start() throws Exception {
-        Path region = dir.resolve("region");
-        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory", "memory.quota=8192", "wait.park.max.us=200")));
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-        c = guest.claim(0, TOKEN);
-        assertEquals(CuResult.SUCCESS, c.hello().result());
-    }
-
-    @AfterEach
-    void stop() {
-        guest.close();
-        server.close();
+        start(new HostMemoryBackend(), "memory.quota=8192", "wait.park.max.us=200");
+        c = hello(0, TOKEN);
     }
 
     private long allocAsync(long bytes) {

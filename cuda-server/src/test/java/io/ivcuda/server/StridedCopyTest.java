@@ -6,49 +6,30 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.ivcuda.server.FakeGuest.Channel;
 import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.gen.Requests;
-import java.nio.file.Path;
-import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Strided copies and 2D memsets (docs/memory.md) through a real server with the host-memory
  * backend, whose device memory is host memory: the bytes land where the driver would put them,
  * and every side's span is held to the process's allocations and pool blocks.
  */
-class StridedCopyTest {
-    static final long SIZE = 32L << 20;
+class StridedCopyTest extends HostMemoryGuestCase {
     static final long TOKEN = (4343L << 32) | 0x77;
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
     Channel c;
+
+    @Override
+    long token() {
+        return TOKEN;
+    }
 
     @BeforeEach
     void start() throws Exception {
-        Path region = dir.resolve("region");
-        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory", "wait.park.max.us=200")));
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-        c = greeted(0, TOKEN);
-    }
-
-    @AfterEach
-    void stop() {
-        guest.close();
-        server.close();
-    }
-
-    private Channel greeted(int index, long token) {
-        Channel channel = guest.claim(index, token);
-        assertEquals(CuResult.SUCCESS, channel.hello().result());
-        return channel;
+        start(new HostMemoryBackend(), "wait.park.max.us=200");
+        c = hello(0, TOKEN);
     }
 
     /** An allocation of zeros (the host-memory backend's are not). */
@@ -143,7 +124,7 @@ class StridedCopyTest {
         assertEquals(CuResult.INVALID_VALUE,
                 c.call(Requests.ivc_memcpy3d_htod_inline(dst, 8, 8, 1, 8, 1, 1, 0, seven, 7)).result());
         // another process's allocation
-        Channel other = greeted(1, TOKEN + 1);
+        Channel other = hello(1, TOKEN + 1);
         long mine = alloc(other, 100);
         assertEquals(CuResult.INVALID_VALUE,
                 other.call(Requests.ivc_memcpy3d_dtod(mine, 10, 10, 1, src, 10, 10, 1, 10, 1, 1, 0)).result());

@@ -7,16 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import io.ivcuda.server.FakeGuest.Channel;
 import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
+import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.gen.Requests;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Virtual memory management (api/vmm.api, docs/memory.md) through a real server with the
@@ -24,39 +21,23 @@ import org.junit.jupiter.api.io.TempDir;
  * host bytes counted against the quota, and a mapping with access set is a range copies may
  * touch. The GPU path: gpu/programs/vmm_pools.c.
  */
-class VirtualMemoryTest {
-    static final long SIZE = 32L << 20;
+class VirtualMemoryTest extends HostMemoryGuestCase {
     static final long TOKEN = (4646L << 32) | 0x77;
     static final long G = 2L << 20; // the host-memory backend's granularity
     static final int PINNED = 1;
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
     Channel c;
+
+    @Override
+    long token() {
+        return TOKEN;
+    }
 
     @BeforeEach
     void start() throws Exception {
-        Path region = dir.resolve("region");
-        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory", "memory.quota=" + (3 * G), "wait.park.max.us=200",
-                "limit.allocations.process=6")));
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-        c = guest.claim(0, TOKEN);
-        assertEquals(CuResult.SUCCESS, c.hello().result());
-    }
-
-    @AfterEach
-    void stop() {
-        guest.close();
-        server.close();
-    }
-
-    private long ok(Response r) {
-        assertEquals(CuResult.SUCCESS, r.result());
-        return r.out(0);
+        start(new HostMemoryBackend(), "memory.quota=" + (3 * G), "wait.park.max.us=200",
+                "limit.allocations.process=6");
+        c = hello(0, TOKEN);
     }
 
     private long reserve(Channel ch, long bytes) {
