@@ -61,6 +61,13 @@ abstract class HostMemoryGuestCase {
         return c;
     }
 
+    /** Channel {@code index} of the process {@code token}, greeted, with a context it created current. */
+    Channel withContext(int index, long token) {
+        Channel c = hello(index, token);
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuCtxCreate_v2(0, 0)).result());
+        return c;
+    }
+
     static long ok(Response r) {
         assertEquals(CuResult.SUCCESS, r.result());
         return r.out(0);

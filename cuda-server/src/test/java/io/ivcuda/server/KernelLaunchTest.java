@@ -100,13 +100,6 @@ class KernelLaunchTest extends HostMemoryGuestCase {
         start(backend);
     }
 
-    private Channel greeted(int channel, long token) {
-        Channel c = guest.claim(channel, token);
-        assertEquals(CuResult.SUCCESS, c.hello().result());
-        assertEquals(CuResult.SUCCESS, c.call(Requests.cuCtxCreate_v2(0, 0)).result());
-        return c;
-    }
-
     private long kernel(Channel c) {
         byte[] image = new byte[64];
         Response lib = c.streamRequest(Requests.ivc_library_load(LaunchAndModuleTest.fnv1a(image), image.length, 1,
@@ -133,7 +126,7 @@ class KernelLaunchTest extends HostMemoryGuestCase {
 
     @Test
     void scalarAttributesPassAndOthersAreRefused() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = withContext(0, TOKEN);
         long kernel = kernel(c);
         // cooperative, a 2x1x1 cluster, priority
         assertEquals(CuResult.SUCCESS, launch(c, kernel, attrs(2, 1, 4, 2, 8, -1)));
@@ -153,7 +146,7 @@ class KernelLaunchTest extends HostMemoryGuestCase {
 
     @Test
     void clusterOccupancyAndDynamicSharedMemoryResolveKernels() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = withContext(0, TOKEN);
         long kernel = kernel(c);
         byte[] cluster = attrs(4, 2);
         Response active = c.call(Requests.ivc_occupancy_cluster(0, kernel, 8, 1, 1, 128, 1, 1, 0, 0, cluster, cluster.length));
@@ -171,8 +164,8 @@ class KernelLaunchTest extends HostMemoryGuestCase {
 
     @Test
     void peerAndContextCallsCheckOrdinalsAndHandles() {
-        Channel c = greeted(0, TOKEN);
-        Channel other = greeted(1, OTHER);
+        Channel c = withContext(0, TOKEN);
+        Channel other = withContext(1, OTHER);
         Response peer = c.call(Requests.cuDeviceCanAccessPeer(0, 0));
         assertEquals(CuResult.SUCCESS, peer.result());
         assertEquals(0, peer.out(0));

@@ -165,13 +165,6 @@ class LibraryTest extends HostMemoryGuestCase {
         start(backend);
     }
 
-    private Channel greeted(int channel, long token) {
-        Channel c = guest.claim(channel, token);
-        assertEquals(CuResult.SUCCESS, c.hello().result());
-        assertEquals(CuResult.SUCCESS, c.call(Requests.cuCtxCreate_v2(0, 0)).result());
-        return c;
-    }
-
     private static byte[] jit(long... pairs) {
         ByteBuffer b = ByteBuffer.allocate(8 * pairs.length).order(ByteOrder.LITTLE_ENDIAN);
         for (long p : pairs) {
@@ -197,7 +190,7 @@ class LibraryTest extends HostMemoryGuestCase {
 
     @Test
     void aKernelIsAcceptedWhereAFunctionIsAndResolvedInTheCurrentContext() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = withContext(0, TOKEN);
         long library = loaded(c);
         Response k = c.call(Requests.cuLibraryGetKernel(library, "k1"));
         assertEquals(CuResult.SUCCESS, k.result());
@@ -232,7 +225,7 @@ class LibraryTest extends HostMemoryGuestCase {
 
     @Test
     void unloadTakesKernelsModulesAndGlobalsWithIt() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = withContext(0, TOKEN);
         long library = loaded(c);
         long kernel = c.call(Requests.cuLibraryGetKernel(library, "k0")).out(0);
         long function = c.call(Requests.cuKernelGetFunction(kernel)).out(0);
@@ -257,8 +250,8 @@ class LibraryTest extends HostMemoryGuestCase {
 
     @Test
     void anotherProcessCannotUseTheLibraryAndExitReclaimsIt() {
-        Channel c = greeted(0, TOKEN);
-        Channel other = greeted(1, OTHER);
+        Channel c = withContext(0, TOKEN);
+        Channel other = withContext(1, OTHER);
         long library = loaded(c);
         long kernel = c.call(Requests.cuLibraryGetKernel(library, "k2")).out(0);
         assertEquals(CuResult.INVALID_HANDLE, other.call(Requests.cuLibraryGetKernel(library, "k2")).result());
@@ -273,7 +266,7 @@ class LibraryTest extends HostMemoryGuestCase {
 
     @Test
     void jitOptionsArePassedOnOnlyWhenSafeAndManagedIsRefused() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = withContext(0, TOKEN);
         assertEquals(CuResult.SUCCESS, load(c, jit(0 /* CU_JIT_MAX_REGISTERS */, 32)).result());
         assertEquals(1, backend.jitCount);
         assertEquals(0, backend.firstJitOption);
@@ -287,7 +280,7 @@ class LibraryTest extends HostMemoryGuestCase {
 
     @Test
     void enumerateNamesEachKernelOnce() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = withContext(0, TOKEN);
         long library = loaded(c);
         Response count = c.call(Requests.cuLibraryGetKernelCount(library));
         assertEquals(3, count.out(0));
@@ -303,7 +296,7 @@ class LibraryTest extends HostMemoryGuestCase {
 
     @Test
     void aModulesFunctionsAreEnumeratedWithOneHandleEach() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = withContext(0, TOKEN);
         long library = loaded(c);
         long module = c.call(Requests.cuLibraryGetModule(library)).out(0);
         assertEquals(2, c.call(Requests.cuModuleGetFunctionCount(module)).out(0));

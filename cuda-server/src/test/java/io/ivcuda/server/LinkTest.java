@@ -82,12 +82,6 @@ class LinkTest extends HostMemoryGuestCase {
         start(backend);
     }
 
-    private Channel greeted(int channel, long token) {
-        Channel c = guest.claim(channel, token);
-        assertEquals(CuResult.SUCCESS, c.hello().result());
-        return c;
-    }
-
     private static byte[] text(char fill, int n) {
         byte[] b = new byte[n];
         java.util.Arrays.fill(b, (byte) fill);
@@ -96,7 +90,7 @@ class LinkTest extends HostMemoryGuestCase {
 
     @Test
     void inputsGoInWholeAndTheImageComesBack() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         Response created = c.call(Requests.ivc_link_create(new byte[0], 0));
         assertEquals(CuResult.SUCCESS, created.result());
         long state = created.out(0);
@@ -134,8 +128,8 @@ class LinkTest extends HostMemoryGuestCase {
 
     @Test
     void anotherProcessCannotUseTheStateAndExitDestroysIt() {
-        Channel c = greeted(0, TOKEN);
-        Channel other = greeted(1, OTHER);
+        Channel c = hello(0, TOKEN);
+        Channel other = hello(1, OTHER);
         long state = c.call(Requests.ivc_link_create(new byte[0], 0)).out(0);
         assertEquals(CuResult.INVALID_HANDLE, other.call(Requests.ivc_link_complete(state)).result());
         assertEquals(CuResult.INVALID_HANDLE, other.call(Requests.ivc_link_destroy(state)).result());
