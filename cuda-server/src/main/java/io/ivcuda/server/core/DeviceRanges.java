@@ -140,6 +140,19 @@ public final class DeviceRanges {
         return ranges.size();
     }
 
+    /** Removes and returns the ranges (allocations and globals) that live in {@code context}. */
+    public synchronized List<Range> removeInContext(long context) {
+        List<Range> gone = new ArrayList<>();
+        ranges.values().removeIf(r -> {
+            if (r.context() == context) {
+                gone.add(r);
+                return true;
+            }
+            return false;
+        });
+        return gone;
+    }
+
     public synchronized List<Range> drain() {
         List<Range> all = new ArrayList<>(ranges.values());
         ranges.clear();

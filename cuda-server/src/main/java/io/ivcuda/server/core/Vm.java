@@ -3,6 +3,7 @@ package io.ivcuda.server.core;
 import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.server.gen.HandleKinds;
 
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.integrity.IntegrityOracles;
@@ -394,6 +395,45 @@ public final class Vm {
         refusals.log(LOG, org.apache.logging.log4j.Level.INFO, "reclaimed", () -> "reclaimed owner pid " + owner.pid()
                 + " (token " + Long.toHexString(token) + "): " + a + " allocations, " + blocks + " pool blocks, "
                 + entries.size() + " handles, " + retains + " primary retains, " + vmmObjects + " virtual-memory objects");
+    }
+
+    /**
+     * The process destroyed a context it created, and the driver with it everything that lived in
+     * it: streams, events, modules and their functions, graphs, arrays, allocations, globals. Their
+     * records go now, without a driver call, so that no later call of the process and no reclaim
+     * hands the driver a destroyed context or object (the reclaim of a program that destroyed its
+     * context without unloading its module pushed the dead context and crashed the server on the
+     * H200). An allocation's quota is given back once no call uses it.
+     */
+    public void contextDestroyed(long token, Owner owner, long nativeContext) {
+        int objects = 0;
+        for (HandleTable.Entry e : handles.ownedBy(token)) {
+            int kind = e.kind();
+            // a context's own entry is its destroying call's; pools and functions do not name a
+            // context in extra (functions go with their module below)
+            if (kind == HandleTable.KIND_CTX || kind == HandleKinds.MEMPOOL || kind == HandleTable.KIND_FUNCTION
+                    || e.extra() != nativeContext || !handles.takeForReclaim(e.id())) {
+                continue;
+            }
+            objects++;
+            if (kind == HandleTable.KIND_MODULE) {
+                objects += handles.removeDependents(token, HandleTable.KIND_FUNCTION, e.nativeValue(), () -> false);
+                moduleUnloaded();
+            }
+        }
+        List<DeviceRanges.Range> ranges = owner.ranges().removeInContext(nativeContext);
+        for (DeviceRanges.Range r : ranges) {
+            if (r.allocation()) {
+                r.use().whenIdle(() -> {
+                    release(r.size());
+                    return CuResult.SUCCESS;
+                });
+            }
+        }
+        if (objects > 0 || !ranges.isEmpty()) {
+            LOG.debug("owner pid {}: a destroyed context took {} handles and {} device ranges with it", owner.pid(),
+                    objects, ranges.size());
+        }
     }
 
     /**

@@ -54,7 +54,11 @@ final class ContextHandler implements ContextCalls {
 
     @Override
     public int cuCtxDestroy_v2(Reply r, long ctx) {
-        return session.cuda.ctxDestroy(ctx);
+        int result = session.cuda.ctxDestroy(ctx);
+        if (result == CuResult.SUCCESS) {
+            session.vm.contextDestroyed(session.token(), session.owner(), ctx);
+        }
+        return result;
     }
 
     @Override
