@@ -109,18 +109,13 @@ CUresult ivc_staged_copy(CUgraphNode *node, CUgraph graph, CUstream stream, cons
     return r;
 }
 
-int ivc_captures_running(void)
+int ivc_staged_capture_copy(CUstream stream, int to_host, CUdeviceptr device, void *host, size_t size,
+                            CUresult *result)
 {
     pthread_mutex_lock(&lock);
     int any = captures > 0;
     pthread_mutex_unlock(&lock);
-    return any;
-}
-
-int ivc_staged_capture_copy(CUstream stream, int to_host, CUdeviceptr device, void *host, size_t size,
-                            CUresult *result)
-{
-    if (!ivc_captures_running())
+    if (!any)
         return 0;
     int status = 0;
     if (cuStreamIsCapturing(stream, &status) != CUDA_SUCCESS || status != IVC_CAPTURE_ACTIVE)
