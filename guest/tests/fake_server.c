@@ -209,8 +209,15 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         w_u64(out, 0);
         return CUDA_SUCCESS;
     case IVC_OP_cuFuncGetAttribute:
-        w_u64(out, 1024); /* every attribute: 1024 (MAX_THREADS_PER_BLOCK is what matters) */
+        /* every attribute: 1024 until set (MAX_THREADS_PER_BLOCK is what launches need) */
+        w_u64(out, (uint64_t)(atomic_load(&fake.attribute_value) + 1024));
         return CUDA_SUCCESS;
+    case IVC_OP_cuFuncSetAttribute: { /* (hfunc, attrib, value) */
+        r_u64(in);
+        r_u64(in);
+        atomic_store(&fake.attribute_value, (int)r_u64(in) - 1024);
+        return CUDA_SUCCESS;
+    }
     case IVC_OP_cuOccupancyMaxActiveBlocksPerMultiprocessor:
     case IVC_OP_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: {
         r_u64(in);

@@ -158,6 +158,17 @@ static void test_linker(void)
     CHECK(cuLinkDestroy(state) == CUDA_SUCCESS && fake.link_destroys == 1);
 }
 
+/* A function attribute read after its set is the new value: cuFuncGetAttribute is not answered
+ * from the guest's cache of device facts (MAX_DYNAMIC_SHARED_SIZE_BYTES moves with a set). */
+static void test_attribute_after_set(void)
+{
+    CUfunction f = (CUfunction)FAKE_FUNCTION;
+    int v = 0;
+    CHECK(cuFuncGetAttribute(&v, 8, f) == CUDA_SUCCESS && v == 1024);
+    CHECK(cuFuncSetAttribute(f, 8, 2048) == CUDA_SUCCESS);
+    CHECK(cuFuncGetAttribute(&v, 8, f) == CUDA_SUCCESS && v == 2048);
+}
+
 int main(void)
 {
     const char *path = fake_region_start();
@@ -168,6 +179,7 @@ int main(void)
     test_enumerate_and_names();
     test_launch_attributes();
     test_linker();
+    test_attribute_after_set();
     unlink(path);
     return check_summary("test_library");
 }
