@@ -11,7 +11,10 @@
 #     status --json against it while it runs, an upgrade under it (its server keeps serving), and a purge
 #     while it runs: its server is stopped cleanly (the region says STOPPED), the domain keeps running,
 #     and nothing of ours is left;
-#   - then ivcuda-guest with ivcuda-guest-check (no device here).
+#   - then ivcuda-guest with ivcuda-guest-check (no device here);
+#   - then ivcuda-backend (what a back-end GPU domain installs): its agent's --help, --version, man page
+#     and completion, and a purge that leaves nothing (the agent itself needs the domain's ivshmem
+#     devices and is run in CI by BackendDomainsIT, from the build tree).
 # Expects no other ivcuda hook installed (.ci/run removes its build-tree hook first).
 set -euo pipefail
 
@@ -95,7 +98,7 @@ $output"
 }
 
 # A run that failed half-way leaves the packages installed; this test is about a first install.
-for package in ivcuda-guest ivcuda-host; do
+for package in ivcuda-backend ivcuda-guest ivcuda-host; do
     if dpkg -s "$package" >/dev/null 2>&1; then
         echo "note: $package is installed (an earlier run stopped half-way): purging it first"
         dpkg --purge "$package" >/dev/null
@@ -352,3 +355,33 @@ getent group ivcuda >/dev/null && left="$left group:ivcuda"
 ldconfig -p | grep -q '/usr/lib/ivcuda/' && left="$left ld.so.cache-entry"
 [ -z "$left" ] || fail "left after purge:$left"
 echo "nothing of ivcuda-guest left"
+
+backend_deb=$(ls packaging/out/ivcuda-backend_*.deb)
+echo "== install $backend_deb"
+apt-get install -y -q --no-install-recommends "./$backend_deb"
+dpkg -L ivcuda-backend > /tmp/ivcuda-backend.files
+agent=ivcuda-backend-agent
+help=$("$agent" --help) || fail "$agent --help: exit $?"
+grep -q "^Usage: $agent " <<<"$help" || fail "$agent --help does not say 'Usage: $agent'"
+version=$("$agent" --version) || fail "$agent --version: exit $?"
+[ "$version" = "$agent (ivcuda) $package_version" ] || fail "$agent --version says '$version', not the package's $package_version"
+zcat "/usr/share/man/man8/$agent.8.gz" | grep -q '^\.TH' || fail "no man page $agent(8)"
+bash -c "source /usr/share/bash-completion/completions/$agent && complete -p $agent" >/dev/null \
+    || fail "the bash completion of $agent does not register"
+[ -x /etc/init.d/ivcuda-backend-agent ] || fail "no init script /etc/init.d/ivcuda-backend-agent for hosts without systemd"
+[ -f /etc/ivcuda/backend.properties ] || fail "no /etc/ivcuda/backend.properties"
+getent passwd ivcuda >/dev/null || fail "no user ivcuda (the servers the agent starts run as it)"
+
+echo "== purge ivcuda-backend"
+apt-get purge -y -q ivcuda-backend
+left=""
+while read -r path; do
+    if { [ -L "$path" ] || [ -e "$path" ]; } && [ ! -d "$path" ]; then left="$left $path"; fi
+done < /tmp/ivcuda-backend.files
+for path in /var/log/ivcuda-backend /run/ivcuda-backend /etc/ivcuda/backend.properties; do
+    if [ -e "$path" ]; then left="$left $path"; fi
+done
+getent passwd ivcuda >/dev/null && left="$left user:ivcuda"
+pgrep -f 'ivcuda-backend' >/dev/null && left="$left processes:$(pgrep -f 'ivcuda-backend' | tr '\n' ' ')"
+[ -z "$left" ] || fail "left after purge:$left"
+echo "nothing of ivcuda-backend left"
