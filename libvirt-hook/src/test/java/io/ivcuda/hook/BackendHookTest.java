@@ -241,6 +241,9 @@ class BackendHookTest {
         AtomicBoolean stop = new AtomicBoolean();
         try (ControlRegion control = ControlRegion.open(paths.controlFile())) {
             control.slot(0).servedGenerationVolatile(3);
+            // alive before the hook looks: a heartbeat of 0 reads as "no agent", which the hook does
+            // not wait for (the thread's first beat came after the hook's look once, on a loaded machine)
+            control.header().agentHeartbeatVolatile(1);
             Thread agent = new Thread(() -> {
                 while (!stop.get()) {
                     control.header().agentHeartbeatVolatile(control.header().agentHeartbeatVolatile() + 1);
