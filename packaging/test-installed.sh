@@ -97,6 +97,30 @@ $output"
     echo "refused as expected: $(grep -F "$expected" <<<"$output" | head -1)"
 }
 
+# check_command COMMAND: --help says its installed name, --version the package's version, and its
+# man page and bash completion are installed
+check_command() {
+    local command=$1 name help version
+    name=$(basename "$command")
+    help=$("$command" --help) || fail "$command --help: exit $?"
+    grep -q "^Usage: $name " <<<"$help" || fail "$command --help does not say 'Usage: $name'"
+    version=$("$command" --version) || fail "$command --version: exit $?"
+    [ "$version" = "$name (ivcuda) $package_version" ] || fail "$command --version says '$version', not the package's $package_version"
+    zcat "/usr/share/man/man8/$name.8.gz" | grep -q '^\.TH' || fail "no man page $name(8)"
+    bash -c "source /usr/share/bash-completion/completions/$name && complete -p $name" >/dev/null \
+        || fail "the bash completion of $name does not register"
+}
+
+# files_left LIST: the files of a purged package's `dpkg -L` list that are still there (directories
+# shared with other packages — /etc, /usr/bin, /lib -> usr/lib — stay; each package's own are
+# checked by its section)
+files_left() {
+    local path
+    while read -r path; do
+        if { [ -L "$path" ] || [ -e "$path" ]; } && [ ! -d "$path" ]; then printf ' %s' "$path"; fi
+    done < "$1"
+}
+
 # A run that failed half-way leaves the packages installed; this test is about a first install.
 for package in ivcuda-backend ivcuda-guest ivcuda-host; do
     if dpkg -s "$package" >/dev/null 2>&1; then
@@ -132,14 +156,7 @@ done
 
 echo "== every command: --help, --version, man page, completion, exit codes"
 for command in ivshmem-provisioner ivcuda-server "$hook"; do
-    name=$(basename "$command")
-    help=$("$command" --help) || fail "$command --help: exit $?"
-    grep -q "^Usage: $name " <<<"$help" || fail "$command --help does not say 'Usage: $name'"
-    version=$("$command" --version) || fail "$command --version: exit $?"
-    [ "$version" = "$name (ivcuda) $package_version" ] || fail "$command --version says '$version', not the package's $package_version"
-    zcat "/usr/share/man/man8/$name.8.gz" | grep -q '^\.TH' || fail "no man page $name(8)"
-    bash -c "source /usr/share/bash-completion/completions/$name && complete -p $name" >/dev/null \
-        || fail "the bash completion of $name does not register"
+    check_command "$command"
 done
 for sub in daemon status check reconcile provision uninstall; do
     ivshmem-provisioner "$sub" --help | grep -q "^Usage: ivshmem-provisioner $sub " || fail "ivshmem-provisioner $sub --help"
@@ -286,11 +303,7 @@ grep -q "ivcuda: stopped the cuda-server of domain 'ivcuda-ti-run': the domain k
 exec 3<&-
 [ "$(virsh -q -c "$URI" domstate ivcuda-ti-run)" = running ] || fail "the purge stopped the domain"
 ! virsh -q -c "$URI" dumpxml --inactive ivcuda-ti-run | grep -q "<shmem name='ivcuda-" || fail "the device stayed in the definition"
-left=""
-while read -r path; do
-    # directories shared with other packages (/etc, /usr/bin, /lib -> usr/lib) stay; ours are checked below
-    if { [ -L "$path" ] || [ -e "$path" ]; } && [ ! -d "$path" ]; then left="$left $path"; fi
-done < /tmp/ivcuda-host.files
+left=$(files_left /tmp/ivcuda-host.files)
 for path in /etc/ivcuda /run/ivcuda /var/log/ivcuda /var/lib/ivcuda /usr/share/ivcuda /usr/libexec/ivcuda \
             /usr/share/doc/ivcuda /usr/share/doc/ivcuda-host "$hook" \
             /etc/systemd/system/multi-user.target.wants/ivcuda-provisioner.service; do
@@ -346,10 +359,7 @@ grep -q 'no ivshmem device' <<<"$output" || fail "ivcuda-guest-irqd does not say
 
 echo "== purge ivcuda-guest"
 apt-get purge -y -q ivcuda-guest
-left=""
-while read -r path; do
-    if { [ -L "$path" ] || [ -e "$path" ]; } && [ ! -d "$path" ]; then left="$left $path"; fi
-done < /tmp/ivcuda-guest.files
+left=$(files_left /tmp/ivcuda-guest.files)
 [ -e /usr/lib/ivcuda ] && left="$left /usr/lib/ivcuda"
 getent group ivcuda >/dev/null && left="$left group:ivcuda"
 ldconfig -p | grep -q '/usr/lib/ivcuda/' && left="$left ld.so.cache-entry"
@@ -360,24 +370,14 @@ backend_deb=$(ls packaging/out/ivcuda-backend_*.deb)
 echo "== install $backend_deb"
 apt-get install -y -q --no-install-recommends "./$backend_deb"
 dpkg -L ivcuda-backend > /tmp/ivcuda-backend.files
-agent=ivcuda-backend-agent
-help=$("$agent" --help) || fail "$agent --help: exit $?"
-grep -q "^Usage: $agent " <<<"$help" || fail "$agent --help does not say 'Usage: $agent'"
-version=$("$agent" --version) || fail "$agent --version: exit $?"
-[ "$version" = "$agent (ivcuda) $package_version" ] || fail "$agent --version says '$version', not the package's $package_version"
-zcat "/usr/share/man/man8/$agent.8.gz" | grep -q '^\.TH' || fail "no man page $agent(8)"
-bash -c "source /usr/share/bash-completion/completions/$agent && complete -p $agent" >/dev/null \
-    || fail "the bash completion of $agent does not register"
+check_command ivcuda-backend-agent
 [ -x /etc/init.d/ivcuda-backend-agent ] || fail "no init script /etc/init.d/ivcuda-backend-agent for hosts without systemd"
 [ -f /etc/ivcuda/backend.properties ] || fail "no /etc/ivcuda/backend.properties"
 getent passwd ivcuda >/dev/null || fail "no user ivcuda (the servers the agent starts run as it)"
 
 echo "== purge ivcuda-backend"
 apt-get purge -y -q ivcuda-backend
-left=""
-while read -r path; do
-    if { [ -L "$path" ] || [ -e "$path" ]; } && [ ! -d "$path" ]; then left="$left $path"; fi
-done < /tmp/ivcuda-backend.files
+left=$(files_left /tmp/ivcuda-backend.files)
 for path in /var/log/ivcuda-backend /run/ivcuda-backend /etc/ivcuda/backend.properties; do
     if [ -e "$path" ]; then left="$left $path"; fi
 done
