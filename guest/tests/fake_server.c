@@ -208,12 +208,22 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
     case IVC_OP_cuCtxGetDevice_v2:
         w_u64(out, 0);
         return CUDA_SUCCESS;
+    case IVC_OP_cuKernelGetAttribute:
+        atomic_fetch_add(&fake.kernel_attribute_gets, 1);
+        /* fall through */
     case IVC_OP_cuFuncGetAttribute:
-        /* every attribute: 1024 until set (MAX_THREADS_PER_BLOCK is what launches need) */
+        /* every attribute of every function: one value, 1024 until set (MAX_THREADS_PER_BLOCK is
+         * what launches need) */
         w_u64(out, (uint64_t)(atomic_load(&fake.attribute_value) + 1024));
         return CUDA_SUCCESS;
     case IVC_OP_cuFuncSetAttribute: { /* (hfunc, attrib, value) */
         r_u64(in);
+        r_u64(in);
+        atomic_store(&fake.attribute_value, (int)r_u64(in) - 1024);
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_cuKernelSetAttribute: { /* (attrib, val, kernel, dev) */
+        atomic_fetch_add(&fake.kernel_attribute_sets, 1);
         r_u64(in);
         atomic_store(&fake.attribute_value, (int)r_u64(in) - 1024);
         return CUDA_SUCCESS;
