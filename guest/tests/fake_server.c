@@ -555,7 +555,15 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         atomic_store(&fake.output_read_pos, pos + (unsigned)n);
         return CUDA_SUCCESS;
     }
+    case IVC_OP_cuStreamIsCapturing: /* (stream) → ACTIVE while a capture this fake began runs */
+        atomic_fetch_add(&fake.is_capturing_asks, 1);
+        w_u64(out, (uint64_t)atomic_load(&fake.capturing));
+        return CUDA_SUCCESS;
+    case IVC_OP_cuStreamBeginCapture_v2:
+        atomic_store(&fake.capturing, 1);
+        return CUDA_SUCCESS;
     case IVC_OP_cuStreamEndCapture: /* the captured graph: the same handle every time */
+        atomic_store(&fake.capturing, 0);
         r_u64(in);
         w_u64(out, FAKE_CAPTURED_GRAPH);
         return CUDA_SUCCESS;
