@@ -203,6 +203,14 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
     case IVC_OP_cuCtxSetCurrent:
         atomic_store(&fake.current_context, r_u64(in));
         return CUDA_SUCCESS;
+    case IVC_OP_cuKernelGetFunction: /* a kernel's function: the kernel's handle plus the current context's */
+        atomic_fetch_add(&fake.per_context_asks, 1);
+        w_u64(out, r_u64(in) + atomic_load(&fake.current_context));
+        return CUDA_SUCCESS;
+    case IVC_OP_cuCtxGetLimit: /* (limit): the limit's number times 10 */
+        atomic_fetch_add(&fake.per_context_asks, 1);
+        w_u64(out, r_u64(in) * 10);
+        return CUDA_SUCCESS;
     case IVC_OP_cuDeviceGet:
     case IVC_OP_cuCtxGetDevice:
     case IVC_OP_cuCtxGetDevice_v2:
