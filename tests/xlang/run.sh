@@ -29,11 +29,11 @@ expect_ok() { # name, command...
     if out=$(timeout 300 "$@" 2>&1); then pass "$name"; else fail "$name: $(echo "$out" | tail -3)"; fi
 }
 
-gcc -std=c11 -O2 -Wall -Werror -pthread -o "$work/xfer" tests/xlang/xfer.c -Lguest/target -lcuda || exit 1
+gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/xfer" tests/xlang/xfer.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/target/generated -Iguest/include -o "$work/hostile" tests/xlang/hostile.c || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/strided" tests/xlang/strided.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/arrays" tests/xlang/arrays.c -Lguest/target -lcuda || exit 1
-gcc -std=c11 -O2 -Wall -Werror -pthread -o "$work/streams" tests/xlang/streams.c -Lguest/target -lcuda || exit 1
+gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/streams" tests/xlang/streams.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/vmm" tests/xlang/vmm.c -Lguest/target -lcuda || exit 1
 # the one wait for READY (guest/tools/ivcuda-region-wait.c, built with the guest library)
 region_wait=guest/target/ivcuda-region-wait
