@@ -10,6 +10,10 @@
 #             lookups, export tables and calls): the facts docs/export-tables.md is made of
 #   ivcuda    the guest libcuda.so.1 + a cuda-server on a region file (host loopback), a
 #             server per run, as gpu/validate.sh does
+#   vm        the corpus inside test guests under QEMU (TCG), a cuda-server per guest, as
+#             vm/gpu-vm.sh does for the driver-API programs; after every build and native run,
+#             fastest first, as many as the budget allows (gpu/apps-vm.sh, its settings there);
+#             the report is then compatibility-vm.md
 # then compares each mode's output with native (timings taken out by
 # gpu/normalize_output.py; PyTorch values within the spread of the two native runs:
 # gpu/pytorch/compare.py) and writes the table docs/compatibility.md is made of.
@@ -19,7 +23,7 @@
 #                                    built with the same commands and run under the shim
 #                                    against a fake driver, the PyTorch scripts on the CPU
 # Options:
-#   --modes LIST      comma-separated, from native,native2,trace,ivcuda [native,native2,trace]
+#   --modes LIST      comma-separated, from native,native2,trace,ivcuda,vm [native,native2,trace]
 #   --variants LIST   static,shared [both]
 #   --only REGEX      only samples/scripts whose name matches (extended regex)
 #   --no-corpus, --no-pytorch
@@ -71,7 +75,7 @@ done
 IFS=, read -r -a MODE_LIST <<<"$MODES"
 IFS=, read -r -a VARIANT_LIST <<<"$VARIANTS"
 for m in "${MODE_LIST[@]}"; do
-    case "$m" in native | native2 | trace | ivcuda) ;; *) echo "$0: unknown mode $m" >&2; exit 2 ;; esac
+    case "$m" in native | native2 | trace | ivcuda | vm) ;; *) echo "$0: unknown mode $m" >&2; exit 2 ;; esac
 done
 for v in "${VARIANT_LIST[@]}"; do
     case "$v" in static | shared) ;; *) echo "$0: unknown variant $v" >&2; exit 2 ;; esac
@@ -82,8 +86,9 @@ if ! has_mode native; then echo "$0: every comparison is with native: --modes mu
 PRIMARY=native
 has_mode trace && PRIMARY=trace
 has_mode ivcuda && PRIMARY=ivcuda
+has_mode vm && PRIMARY=vm
 
-rm -rf "$WORK/runs" "$WORK/logs" "$WORK/pack" "$WORK/slots" "$WORK/bisect" "$WORK/breaker"
+rm -rf "$WORK/runs" "$WORK/logs" "$WORK/pack" "$WORK/slots" "$WORK/bisect" "$WORK/breaker" "$WORK/vm"
 mkdir -p "$WORK/runs" "$WORK/logs" "$WORK/pack" "$WORK/slots" "$WORK/breaker"
 # gpu/lib.sh keeps its logs (server, guest build) and steps.log under its OUT: the scratch
 # directory here; only the packed results go to RESULT_DIR.
@@ -107,6 +112,7 @@ TORCH_PAR=${TORCH_PAR:-2}
 PYTHON=${PYTHON:-python3}
 SHIM_DIR=$WORK/cuda-trace
 REPORT=$WORK/compatibility.md
+[ "$PRIMARY" = vm ] && REPORT=$WORK/compatibility-vm.md
 FACTS=$WORK/facts.md
 
 if [ -z "${CORPUS_DIR:-}" ]; then
@@ -126,6 +132,8 @@ fi
 # CUDA_CACHE_DISABLE=1 comes from gpu/lib.sh: every run compiles its PTX and logs alike.
 
 trap 'log "interrupted"; exit 130' INT TERM
+# shellcheck source=gpu/apps-vm.sh source-path=SCRIPTDIR
+. "$HERE/apps-vm.sh"
 
 # ---- the programs -----------------------------------------------------------------------------
 
@@ -352,6 +360,7 @@ corpus_job() { # corpus_job <sample> <variant>: build, then every mode
     local args=()
     read -r -a args <<<"${SAMPLE_ARGS[$s]:-}"
     for mode in "${MODE_LIST[@]}"; do
+        [ "$mode" = vm ] && continue # all at once after the last build: vm_lane
         if [ "$DRY_RUN" = 1 ] && [ "$mode" != trace ] && [ "$mode" != ivcuda ]; then
             echo "skipped (dry run: no GPU)" >"$WORK/runs/$prog/$mode.rc"
             continue
@@ -428,14 +437,19 @@ bisect_report() {
 }
 
 corpus_lane() {
-    local v s
-    for v in "${VARIANT_LIST[@]}"; do
-        for s in "${SAMPLES[@]}"; do
-            while [ "$(jobs -rp | wc -l)" -ge "$BUILD_PAR" ]; do wait -n; done
-            corpus_job "$s" "$v" &
+    (
+        # the guests run after every build and native run: those leave them the end of the budget
+        has_mode vm && DEADLINE_S=$((DEADLINE_S - VM_RESERVE_S))
+        local v s
+        for v in "${VARIANT_LIST[@]}"; do
+            for s in "${SAMPLES[@]}"; do
+                while [ "$(jobs -rp | wc -l)" -ge "$BUILD_PAR" ]; do wait -n; done
+                corpus_job "$s" "$v" &
+            done
         done
-    done
-    wait
+        wait
+    )
+    has_mode vm && vm_lane
 }
 
 # ---- PyTorch ----------------------------------------------------------------------------------
@@ -443,6 +457,10 @@ corpus_lane() {
 torch_run() { # torch_run <script> <mode>: one run in a fresh directory and compile cache
     local name=$1 mode=$2 prog=torch.$1
     local d=$WORK/runs/$prog cwd=$WORK/runs/torch.$1/$2.cwd
+    if [ "$mode" = vm ]; then
+        echo "skipped (the VM runs the corpus only)" >"$d/$mode.rc"
+        return
+    fi
     mkdir -p "$cwd"
     if [ "$DRY_RUN" = 1 ]; then
         case "$mode" in
@@ -644,6 +662,7 @@ mode_title() {
         native2) echo "native again" ;;
         trace) echo "traced" ;;
         ivcuda) echo "ivcuda" ;;
+        vm) echo "in the VM" ;;
     esac
 }
 
@@ -688,10 +707,12 @@ gpu/apps.sh --modes native,native2,trace
 # device call, carrying .corpus .jre cuda-server/target/cuda-server.jar cuda-server/target/lib
 # api/target/classes (as gpu/validate.sh):
 gpu/apps.sh --modes native,native2,ivcuda
+# device call, carrying the same and .vmcarry (vm/prepare-gpu-carry.sh): the corpus inside TCG guests
+CORPUS_ARCH=90 gpu/apps.sh --modes native,vm --no-pytorch
 gpu/apps.sh --dry-run    # anywhere: the plan, the tracing shim's test, a few samples built, PyTorch on the CPU
 ```
 
-Results in `$OUT`: `compatibility.md` (this table), `facts.md`, `export-tables-summary.md`,
+Results in `$OUT`: `compatibility.md` (this table; `compatibility-vm.md` in vm mode), `facts.md`, `export-tables-summary.md`,
 `results.tsv`, `steps.log`, `logs.tar.xz`, `traces-corpus.tar.xz`, `traces-pytorch.tar.xz`.
 EOF
 }
@@ -763,7 +784,7 @@ write_report() {
         how_to_run
     } >"$REPORT.tmp"
     mv "$REPORT.tmp" "$REPORT"
-    cp "$REPORT" "$RESULT_DIR/compatibility.md"
+    cp "$REPORT" "$RESULT_DIR/${REPORT##*/}"
     {
         printf 'program\tmode\trc\twall_s\n'
         local f
@@ -822,6 +843,7 @@ pack_results() {
             -o -name '*.norm' -o -name 'build.log' \)
         find runs -path 'runs/*/server-*/logs/*' -type f
         find logs -type f
+        find vm -path 'vm/*/logs/*' -type f 2>/dev/null
     } | sort)
     mapfile -t corpus_traces < <(cd "$WORK" && find runs -maxdepth 2 -name '*.trace.*.log' ! -path 'runs/torch.*' | sort)
     mapfile -t torch_traces < <(cd "$WORK" && find runs -maxdepth 2 -name '*.trace.*.log' -path 'runs/torch.*' | sort)
@@ -862,11 +884,11 @@ SHIM_OK=0
 build_shim && SHIM_OK=1
 build_identity
 GUEST_OK=0
-if has_mode ivcuda; then
+if has_mode ivcuda || has_mode vm; then
     if setup_java && build_guest && [ -f "$SERVER_JAR" ]; then
         GUEST_OK=1
     else
-        problem "ivcuda mode: no java, guest library or $SERVER_JAR (see steps.log)"
+        problem "ivcuda/vm mode: no java, guest library or $SERVER_JAR (see steps.log)"
     fi
 fi
 if has_mode trace && [ "$SHIM_OK" != 1 ]; then
@@ -937,7 +959,7 @@ cp "$STEPS_LOG" "$RESULT_DIR/steps.log"
 summarize_traces
 cp "$STEPS_LOG" "$RESULT_DIR/steps.log"
 pack_results
-[ "$DRY_RUN" = 0 ] && cp "$REPORT" "$REPO/docs/compatibility.md" 2>/dev/null
+[ "$DRY_RUN" = 0 ] && [ "$PRIMARY" != vm ] && cp "$REPORT" "$REPO/docs/compatibility.md" 2>/dev/null
 log "done after $(($(date +%s) - START_S)) s: $RESULT_DIR ($(find "$RESULT_DIR" -maxdepth 1 -type f -printf '%f ' | sort))"
 cp "$STEPS_LOG" "$RESULT_DIR/steps.log"
 cat "$REPORT" >&2

@@ -38,14 +38,13 @@ done
 
 # shellcheck source=gpu/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../gpu/lib.sh"
+# shellcheck source=vm/qemu.sh
+. "$REPO_ROOT/vm/qemu.sh"
 
 START_S=$(date +%s)
 DEADLINE_S=$((START_S + ${TOTAL_BUDGET_S:-540}))
 NATIVE_TIMEOUT_S=${NATIVE_TIMEOUT_S:-60}
 VM_TIMEOUT_S=${VM_TIMEOUT_S:-300}
-VM_MEMORY_MB=${VM_MEMORY_MB:-2048}
-VM_CPUS=${VM_CPUS:-4}
-CARRY=${IVCUDA_VM_CARRY:-$REPO_ROOT/.vmcarry}
 PROGRAMS=("${GPU_PROGRAMS[@]}")
 REPORT=$OUT/gpu-vm-validation.md
 KERNELS=$BUILD_DIR/kernels
@@ -53,53 +52,9 @@ BIN=$BUILD_DIR/programs
 GUEST_IMAGE=$BUILD_DIR/guest
 CONSOLE=$OUT/logs/vm-console.log
 PROBLEMS=()
-QEMU=
-QEMU_ENV=()
-QEMU_ARGS=()
 
 trap 'stop_server' EXIT
 trap 'log "interrupted"; exit 130' INT TERM
-
-# QEMU from the carry (unpacked, its own libraries first, its firmware through -L), else PATH.
-setup_qemu() {
-    if [ -f "$CARRY/qemu.tar.xz" ]; then
-        mkdir -p "$BUILD_DIR/qemu"
-        # tar needs the xz program; Python's lzma module does without it
-        if command -v xz >/dev/null 2>&1; then
-            timeout 120 tar -xJf "$CARRY/qemu.tar.xz" -C "$BUILD_DIR/qemu"
-        else
-            timeout 120 python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
-                "$CARRY/qemu.tar.xz" "$BUILD_DIR/qemu"
-        fi || { log "unpacking $CARRY/qemu.tar.xz failed"; return 1; }
-        QEMU=$BUILD_DIR/qemu/bin/qemu-system-x86_64
-        QEMU_ENV=(env "LD_LIBRARY_PATH=$BUILD_DIR/qemu/lib" "QEMU_MODULE_DIR=$BUILD_DIR/qemu/modules")
-        QEMU_ARGS=(-L "$BUILD_DIR/qemu/share")
-        local missing
-        missing=$("${QEMU_ENV[@]}" ldd "$QEMU" | awk '/not found/ { print $1 }' | tr '\n' ' ')
-        [ -z "$missing" ] || { log "carried QEMU: libraries not found: $missing"; return 1; }
-        "${QEMU_ENV[@]}" ldd "$QEMU" >"$OUT/logs/qemu-ldd.log" 2>&1
-    elif command -v qemu-system-x86_64 >/dev/null 2>&1; then
-        QEMU=$(command -v qemu-system-x86_64)
-        QEMU_ENV=(env)
-    else
-        log "no QEMU: neither $CARRY/qemu.tar.xz (vm/prepare-gpu-carry.sh) nor qemu-system-x86_64 on PATH"
-        return 1
-    fi
-    log "qemu: $QEMU ($("${QEMU_ENV[@]}" "$QEMU" -version | head -1))"
-}
-
-# The guest's stdout of one program from the console (between its BEGIN and END lines), its
-# stderr, exit status and guest-side wall time.
-extract_from_console() {
-    local p=$1 prefix=$2 clean=$BUILD_DIR/console.txt
-    tr -d '\r' <"$CONSOLE" >"$clean"
-    awk -v p="$p" '$0 == "IVCUDA-TEST-BEGIN " p { on = 1; next } index($0, "IVCUDA-TEST-END " p " rc=") == 1 { on = 0 } on' \
-        "$clean" >"$prefix.out"
-    sed -n "s/^IVCUDA-STDERR $p: //p" "$clean" >"$prefix.err"
-    RUN_RC=$(sed -n "s/^IVCUDA-TEST-END $p rc=\([0-9]*\)$/\1/p" "$clean" | tail -1)
-    RUN_WALL=$(sed -n "s/^IVCUDA-TEST-TIME $p seconds=//p" "$clean" | tail -1)
-    [ -n "$RUN_RC" ] || { RUN_RC="not run (no END line on the console)"; RUN_WALL="-"; }
-}
 
 if [ "$ACCEL" = kvm ] && ! [ -w /dev/kvm ]; then
     log "no writable /dev/kvm: falling back to TCG (the results then say so)"
@@ -167,41 +122,15 @@ done
 VM_WALL_TOTAL="-"
 if [ "$QEMU_OK" = 1 ] && [ "$IMAGE_OK" = 1 ] && [ "$JAVA_OK" = 1 ]; then
     if start_server $(($(time_left) + 30)); then
-        cpu=host
-        [ "$ACCEL" = tcg ] && cpu=max
-        t=$(bounded_timeout "$VM_TIMEOUT_S")
-        if [ "$DOORBELL" = 1 ]; then
-            # interrupt remapping, or vfio_iommu_type1 refuses MSI-X; under KVM it needs QEMU's own I/O APIC
-            machine=q35
-            [ "$ACCEL" = kvm ] && machine=q35,kernel-irqchip=split
-            device=(-machine "$machine" -device intel-iommu,intremap=on
-                    -chardev "socket,path=$DOORBELL_SOCKET,id=ivcuda"
-                    -device "ivshmem-doorbell,chardev=ivcuda,vectors=$DOORBELL_VECTORS")
-            append="console=ttyS0 panic=-1 quiet intel_iommu=on no_timer_check ivcuda.irqd"
-            what="ivshmem-doorbell from the server's socket, vIOMMU"
-        else
-            device=(-object "memory-backend-file,id=ivcuda,mem-path=$REGION_PATH,size=$REGION_SIZE,share=on"
-                    -device ivshmem-plain,memdev=ivcuda)
-            append="console=ttyS0 panic=-1 quiet"
-            what="ivshmem-plain on $REGION_PATH"
-        fi
-        log "vm: booting ($ACCEL, $VM_CPUS cpus, $VM_MEMORY_MB MiB, $what), at most ${t}s"
-        t0=$(now_s)
-        timeout -k 10 "$t" "${QEMU_ENV[@]}" "$QEMU" "${QEMU_ARGS[@]}" -accel "$ACCEL" -cpu "$cpu" \
-            -smp "$VM_CPUS" -m "$VM_MEMORY_MB" -nodefaults -no-user-config -display none -no-reboot \
-            -serial "file:$CONSOLE" \
-            -kernel "$GUEST_IMAGE/vmlinuz" -initrd "$GUEST_IMAGE/initramfs.cpio.gz" \
-            -append "$append" "${device[@]}" >"$OUT/logs/qemu.log" 2>&1
-        qemu_rc=$?
-        VM_WALL_TOTAL=$(elapsed_s "$t0" "$(now_s)")
-        log "vm: QEMU exited with status $qemu_rc after ${VM_WALL_TOTAL}s"
+        boot_vm "$(bounded_timeout "$VM_TIMEOUT_S")" "$GUEST_IMAGE" "$GUEST_IMAGE/initramfs.cpio.gz" "$CONSOLE"
+        qemu_rc=$QEMU_RC
         [ "$qemu_rc" = 0 ] || problem "QEMU exited with status $qemu_rc (logs/qemu.log: $(tail -1 "$OUT/logs/qemu.log"))"
         grep -q IVCUDA-GUEST-DONE "$CONSOLE" 2>/dev/null || problem "the guest did not finish (logs/vm-console.log)"
         grep -q "^ivshmem device at" <(tr -d '\r' <"$CONSOLE") || problem "the guest saw no ivshmem device"
         stop_server
         for p in "${PROGRAMS[@]}"; do
             [ -x "$BIN/$p" ] || continue
-            extract_from_console "$p" "$OUT/logs/$p.vm"
+            extract_from_console "$CONSOLE" "$p" "$OUT/logs/$p.vm"
             VM_RC[$p]=$RUN_RC; VM_WALL[$p]=$RUN_WALL
             log "vm $p: rc=$RUN_RC wall=${RUN_WALL}s $(grep -m1 'interrupt waits' "$OUT/logs/$p.vm.err")"
         done
@@ -229,7 +158,7 @@ compare_with_native vm VM_RC "in the VM"
     echo "| GPU, driver | $(gpu_identity) |"
     echo "| commit | $(git_commit) |"
     echo "| command | \`vm/gpu-vm.sh${1:+ $1}\` |"
-    echo "| VM | QEMU $([ -n "$QEMU" ] && "${QEMU_ENV[@]}" "$QEMU" -version | head -1 | sed 's/^QEMU emulator version //'), accel **$ACCEL**, $VM_CPUS vCPUs, $VM_MEMORY_MB MiB, guest kernel $(cat "${IVCUDA_VM_BASE:-/nonexistent}/kernel-package" 2>/dev/null || sed -n 's/^guest: .*vmlinuz (\(.*\)), .*/\1/p' "$OUT/logs/build-guest.log" 2>/dev/null) |"
+    echo "| VM | QEMU $(qemu_version), accel **$ACCEL**, $VM_CPUS vCPUs, $VM_MEMORY_MB MiB, guest kernel $(cat "${IVCUDA_VM_BASE:-/nonexistent}/kernel-package" 2>/dev/null || sed -n 's/^guest: .*vmlinuz (\(.*\)), .*/\1/p' "$OUT/logs/build-guest.log" 2>/dev/null) |"
     if [ "$DOORBELL" = 1 ]; then
         echo "| region | ivshmem-doorbell BAR2 (the server's region fd over its socket, $REGION_SIZE bytes, $DOORBELL_VECTORS vectors); q35 with a vIOMMU, ivcuda-guest-irqd in the guest, programs sleeping on MSI-X |"
     else

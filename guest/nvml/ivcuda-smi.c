@@ -41,29 +41,39 @@ static void figure(char *out, size_t size, nvmlReturn_t r, unsigned value, const
         snprintf(out, size, "N/A");
 }
 
+/* The conventions of every ivcuda command (docs/operations.md): "Usage: NAME" with the installed
+ * name, "NAME (ivcuda) VERSION" with the package's version, 64 for wrong arguments as the other
+ * guest tools (sysexits' EX_USAGE), so scripts and help2man's man page read them all alike. */
+#define EXIT_USAGE 64
+#ifndef IVCUDA_VERSION
+#define IVCUDA_VERSION "(not built as a package)"
+#endif
+
 static int usage(FILE *to, int status)
 {
-    fprintf(to, "usage: ivcuda-smi [--help] [--version]\n"
+    fprintf(to, "Usage: ivcuda-smi [--help] [--version]\n"
                 "Shows this VM's view of its GPU through the guest NVML (libnvidia-ml.so.1): name, bus id,\n"
                 "temperature, power, utilisation, memory (with a quota, the VM's use of its quota) and this\n"
-                "VM's processes. Exit 0, or 1 when NVML cannot start (no ivcuda device or no server).\n");
+                "VM's processes.\n"
+                "\n"
+                "Options:\n"
+                "  -h, --help     show this help and exit\n"
+                "  -V, --version  print the version and exit\n"
+                "\n"
+                "Exit status: 0 shown; 1 NVML cannot start (no ivcuda device or no server); 64 wrong arguments\n");
     return status;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-#ifdef IVCUDA_VERSION
-        printf("ivcuda-smi %s\n", IVCUDA_VERSION);
-#else
-        printf("ivcuda-smi (development build)\n");
-#endif
+    if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
+        printf("ivcuda-smi (ivcuda) %s\n", IVCUDA_VERSION);
         return 0;
     }
-    if (argc == 2 && strcmp(argv[1], "--help") == 0)
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
         return usage(stdout, 0);
     if (argc != 1)
-        return usage(stderr, 2);
+        return usage(stderr, EXIT_USAGE);
     nvmlReturn_t r = nvmlInit_v2();
     if (r != NVML_SUCCESS) {
         fprintf(stderr, "ivcuda-smi: NVML cannot start: %s (%d); is this a VM with an ivcuda GPU and its server running?\n",

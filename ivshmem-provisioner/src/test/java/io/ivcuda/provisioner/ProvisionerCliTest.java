@@ -7,6 +7,7 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -124,9 +125,13 @@ class ProvisionerCliTest {
         assertEquals("", out.toString(), "said once, on stderr");
     }
 
+    /** Every subcommand of the picocli model, so that a new one cannot be left out (test-installed.sh lists them too). */
     @Test
     void everyCommandHasHelpAndVersion() {
-        for (String command : new String[] {"daemon", "status", "check", "reconcile", "provision", "uninstall"}) {
+        Set<String> commands = ProvisionerMain.commandLine().getSubcommands().keySet();
+        assertEquals(Set.of("daemon", "status", "check", "metrics", "reconcile", "provision", "uninstall"), commands,
+                "the subcommands packaging/test-installed.sh and docs/operations.md list (man page, --help, --version)");
+        for (String command : commands) {
             out.getBuffer().setLength(0);
             assertEquals(0, run(command, "--help"), command + ": " + err);
             assertTrue(out.toString().contains("Usage: ivshmem-provisioner " + command + " "), out.toString());

@@ -1,0 +1,191 @@
+# shellcheck shell=bash
+# gpu/apps.sh's vm mode: the corpus samples it built, inside test guests (vm/build-guest.sh) booted
+# under QEMU (vm/qemu.sh), each guest with a cuda-server of its own on the host and its region as the
+# ivshmem device, as vm/gpu-vm.sh does for the driver-API programs. Sourced by gpu/apps.sh after
+# gpu/lib.sh; runs after every build and native run (the order is by native wall time, fastest
+# first: under TCG the budget, not the list, decides how many run).
+#
+# Each guest gets every VM_COUNT-th program of that order (so each starts with fast ones), the
+# samples' build directories without CMake's files (the data files the samples look for beside their
+# binary or in their working directory: .pgm, .dat, .mtx, .ptx, .fatbin, NVRTC's headers), the
+# libraries ldd names for them (libstdc++, libcudart.so.13 for the shared builds, cuBLAS, cuFFT...)
+# and NVRTC's builtins library, which libnvrtc opens by name. Inside, vm/budget-run.sh runs each
+# sample from its directory with the per-program timeout and no program starting after the guest's
+# deadline; stdout, stderr and the exit status come back on the serial console and land in
+# runs/<program>/vm.{out,err,rc,wall}, where the report compares them with native like any mode.
+#
+# Settings (environment; defaults in brackets):
+#   VM_ACCEL              tcg or kvm [tcg: the H200 machine's /dev/kvm is kvm-pvm, which boots no
+#                         Debian kernel]
+#   VM_COUNT              guests at once [4]
+#   VM_CPUS               vCPUs per guest [2]
+#   VM_MEMORY_MB          per guest [2048 + twice its image, unpacked]
+#   VM_PROGRAM_TIMEOUT_S  per program inside a guest [60]
+#   VM_RESERVE_S          seconds at the end of TOTAL_BUDGET_S that builds and native runs leave to
+#                         the guests [240]
+#   IVCUDA_VM_CARRY       QEMU and the guest's kernel and busybox [.vmcarry] (vm/prepare-gpu-carry.sh)
+
+VM_ACCEL=${VM_ACCEL:-tcg}
+VM_COUNT=${VM_COUNT:-4}
+VM_CPUS=${VM_CPUS:-2}
+VM_PROGRAM_TIMEOUT_S=${VM_PROGRAM_TIMEOUT_S:-60}
+VM_RESERVE_S=${VM_RESERVE_S:-240}
+VM_MEMORY_GIVEN=${VM_MEMORY_MB:-}
+# shellcheck source=vm/qemu.sh
+. "$REPO/vm/qemu.sh"
+ACCEL=$VM_ACCEL
+
+# The built programs, fastest native run first; those without a good native run last (they run
+# too: a failure in the VM is worth seeing), in the corpus list's order.
+vm_order() {
+    local v s p rc
+    for v in "${VARIANT_LIST[@]}"; do
+        for s in "${SAMPLES[@]}"; do
+            p=$s.$v
+            [ "$(cat "$WORK/runs/$p/build.rc" 2>/dev/null)" = 0 ] || continue
+            rc=$(cat "$WORK/runs/$p/native.rc" 2>/dev/null)
+            if [ "$rc" = 0 ]; then
+                printf '0 %s %s\n' "$(cat "$WORK/runs/$p/native.wall")" "$p"
+            else
+                printf '1 0 %s\n' "$p"
+            fi
+        done
+    done | sort -s -k1,1n -k2,2g | awk '{ print $3 }'
+}
+
+# What of a sample's build directory the guest needs: all but CMake's and the compiler's files.
+stage_sample() { # stage_sample <build dir> <destination>
+    local bld=$1 dest=$2 f
+    mkdir -p "$dest"
+    for f in "$bld"/* "$bld"/.[!.]*; do
+        [ -e "$f" ] || continue
+        case "${f##*/}" in
+            CMakeFiles | CMakeCache.txt | cmake_install.cmake | CTestTestfile.cmake | Makefile | build.ninja \
+                | .ninja_deps | .ninja_log | .ivcuda-cmake-args | compile_commands.json | *.o) continue ;;
+        esac
+        cp -a "$f" "$dest/"
+    done
+}
+
+# vm_guest <index> <program...>: one guest's image, server, boot and results (run in a subshell:
+# OUT, REGION_PATH and the server are its own).
+vm_guest() {
+    local idx=$1 p k=0 s bld name lib
+    shift
+    OUT=$WORK/vm/$idx
+    REGION_PATH=/dev/shm/ivcuda-apps-vm-$idx-$$
+    local stage=$OUT/stage image=$OUT/image console=$OUT/logs/vm-console.log
+    rm -rf "$stage" "$image"
+    mkdir -p "$OUT/logs" "$stage/tests" "$stage/corpus"
+    local -A lib_dirs=() libs=() extra_files=()
+    local names=()
+    for p in "$@"; do
+        k=$((k + 1))
+        s=${p%.*}
+        bld=$CORPUS_BUILD_DIR/${p##*.}/$s
+        name=$(printf '%04d-%s' "$k" "$p")
+        names+=("$name")
+        stage_sample "$bld" "$stage/corpus/$p"
+        while read -r lib; do
+            case "${lib##*/}" in libcuda.so*) continue ;; esac # the guest's is /usr/lib/ivcuda's
+            lib_dirs[$(dirname "$lib")]=1
+            libs[$lib]=1
+            # libnvrtc opens its builtins by name at run time: ldd cannot see them
+            case "${lib##*/}" in
+                libnvrtc.so*)
+                    for f in "$(dirname "$lib")"/libnvrtc-builtins.so*; do
+                        [ -f "$f" ] && extra_files[$f]=1
+                    done
+                    ;;
+            esac
+        done < <(ldd "$bld/$s" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
+        local args=()
+        read -r -a args <<<"${SAMPLE_ARGS[$s]:-}"
+        printf '#!/bin/sh\n# %s (gpu/apps-vm.sh)\nexport LD_LIBRARY_PATH=/usr/lib/ivcuda%s\nexec /usr/bin/ivcuda-budget-run /corpus/%s ./%s%s\n' \
+            "$p" "$(printf ':%s' "${!lib_dirs[@]}")" "$p" "$s" "${args[*]:+$(printf ' %q' "${args[@]}")}" >"$stage/tests/$name"
+        chmod +x "$stage/tests/$name"
+    done
+    local files=(--files "$stage/corpus=/corpus" --files "$REPO/vm/budget-run.sh=/usr/bin/ivcuda-budget-run")
+    local f
+    for f in "${!extra_files[@]}"; do files+=(--files "$f=$f"); done
+    local compress=none initrd=$image/initramfs.cpio
+    command -v zstd >/dev/null 2>&1 && { compress=zstd; initrd=$image/initramfs.cpio.zst; }
+    [ -d "$CARRY/guest-base" ] && export IVCUDA_VM_BASE=$CARRY/guest-base
+    local fail_all=""
+    if ! timeout "$(bounded_timeout 240)" "$REPO/vm/build-guest.sh" --compress "$compress" "${files[@]}" \
+        "$image" "$GUEST_LIB_DIR" "${names[@]/#/$stage/tests/}" >"$OUT/logs/build-guest.log" 2>&1; then
+        fail_all="not run (building the guest image failed: vm/$idx/logs/build-guest.log)"
+    else
+        log "vm $idx: $(tail -1 "$OUT/logs/build-guest.log")"
+        if [ -z "$VM_MEMORY_GIVEN" ]; then
+            # the unpacked root file system lives in the guest's memory, beside the programs' own
+            VM_MEMORY_MB=$((2048 + 2 * $(du -cmL "$stage" "${!libs[@]}" | tail -1 | cut -f1)))
+        fi
+        if ! start_server $(($(time_left) + 30)); then
+            fail_all="not run (its server did not start: vm/$idx/logs/server.log)"
+        else
+            local limit
+            limit=$(bounded_timeout "$(time_left)")
+            # the guest stops starting programs in time to print the last one's stderr and power off
+            boot_vm "$limit" "$image" "$initrd" "$console" "ivcuda.deadline=$((limit - 25))" \
+                "ivcuda.timeout=$VM_PROGRAM_TIMEOUT_S"
+            stop_server
+            grep -q "^ivshmem device at" <(tr -d '\r' <"$console") || log "vm $idx: the guest saw no ivshmem device"
+        fi
+    fi
+    k=0
+    for p in "$@"; do
+        name=${names[$k]}
+        k=$((k + 1))
+        vm_result "$p" "$name" "$console" "$fail_all"
+    done
+}
+
+# vm_result <program> <console name> <console> <why none ran>: runs/<program>/vm.{out,err,rc,wall}.
+vm_result() {
+    local p=$1 name=$2 console=$3 why=$4 prefix=$WORK/runs/$1/vm
+    if [ -n "$why" ]; then
+        echo "$why" >"$prefix.rc"
+        return
+    fi
+    extract_from_console "$console" "$name" "$prefix"
+    if [ "$RUN_RC" = 125 ] && grep -q '^IVCUDA-SKIPPED' "$prefix.err"; then
+        RUN_RC="skipped (time budget)"
+    elif ! [[ "$RUN_RC" =~ ^[0-9]+$ ]]; then
+        if [ "$RUN_BEGUN" = 1 ]; then
+            RUN_RC=137 # began, never ended: the VM was stopped during it
+            echo "TIMEOUT: QEMU was stopped (status $QEMU_RC) while it ran" >>"$prefix.err"
+        elif [ "$QEMU_RC" = 124 ] || [ "$QEMU_RC" = 137 ]; then
+            RUN_RC="skipped (time budget: the VM was stopped before it)"
+        else
+            RUN_RC="not run (QEMU exited with status $QEMU_RC before it: vm/*/logs/qemu.log, vm-console.log)"
+        fi
+    fi
+    echo "$RUN_RC" >"$prefix.rc"
+    echo "$RUN_WALL" >"$prefix.wall"
+    log "$p vm: rc=$RUN_RC wall=${RUN_WALL}s"
+}
+
+vm_lane() {
+    local order=() p i
+    mapfile -t order < <(vm_order)
+    [ "${#order[@]}" -gt 0 ] || return 0
+    if [ "$GUEST_OK" != 1 ]; then
+        for p in "${order[@]}"; do echo "skipped (no guest library or server: logs/steps.log)" >"$WORK/runs/$p/vm.rc"; done
+        return 0
+    fi
+    mkdir -p "$WORK/vm"
+    if ! setup_qemu; then
+        for p in "${order[@]}"; do echo "skipped (no QEMU: steps.log)" >"$WORK/runs/$p/vm.rc"; done
+        return 0
+    fi
+    local n=$VM_COUNT
+    [ "$n" -gt "${#order[@]}" ] && n=${#order[@]}
+    log "vm: ${#order[@]} programs in $n guests ($ACCEL), $(time_left) s left"
+    for ((i = 0; i < n; i++)); do
+        local mine=() j
+        for ((j = i; j < ${#order[@]}; j += n)); do mine+=("${order[$j]}"); done
+        (vm_guest "$i" "${mine[@]}") &
+    done
+    wait
+}
