@@ -93,10 +93,23 @@ else
     esac
 fi
 
+# A compute share MPS does not enforce (the host-memory backend has no GPU, so no MPS) is refused
+# at start: exit 4 and the reason first (docs/sharing.md), which the hook shows as the start error.
+share_out=$(java -jar cuda-server/target/cuda-server.jar --set region.path=/dev/shm/ivcuda-xlang-share-$$ \
+    --set backend=host-memory --set compute.share=30 2>&1)
+share_status=$?
+if [ "$share_status" = 4 ] && [ "$(echo "$share_out" | head -1 | cut -c1-54)" = "ivcuda-server: compute share 30 % cannot be enforced: " ]; then
+    pass "a compute share without MPS is refused (exit 4, the reason first)"
+else
+    fail "a compute share without MPS: exit $share_status, $(echo "$share_out" | head -2)"
+fi
+rm -f /dev/shm/ivcuda-xlang-share-$$
+
 # Metrics (docs/sharing.md, issue 15): a second server as the hook would leave one — its instance
-# configuration in a runtime directory, its pidfile beside it — serves a known workload; then
-# `ivshmem-provisioner metrics --output` (what node_exporter's textfile collector reads) asks it for
-# its figures, and the Prometheus client's own parser (python3-prometheus-client) reads the file.
+# configuration in a runtime directory, its pidfile beside it; a share of 25 % that it runs
+# unshared (mps.unavailable=unshared) — serves a known workload; then `ivshmem-provisioner metrics
+# --output` (what node_exporter's textfile collector reads) asks it for its figures, and the
+# Prometheus client's own parser (python3-prometheus-client) reads the file.
 metrics_uuid=5e1f0000-0000-4000-8000-00000000a11c
 metrics_region=/dev/shm/ivcuda-xlang-metrics-$$
 mkdir -p "$work/run"
@@ -108,6 +121,8 @@ pidfile=$work/run/$metrics_uuid.pid
 domain.name=xlang-metrics
 domain.uuid=$metrics_uuid
 memory.quota=33554432
+compute.share=25
+mps.unavailable=unshared
 EOF
 printf 'runtime.dir=%s\nlog.dir=%s\n' "$work/run" "$work" >"$work/host.properties"
 prometheus_python=
@@ -135,7 +150,7 @@ else
                 "ivcuda_calls_total{$vm,function=\"ivc_mem_alloc\"}=3" "ivcuda_call_errors_total{$vm,function=\"ivc_mem_alloc\"}=0" \
                 "ivcuda_gpu_memory_held_bytes{$vm}=1048576" "ivcuda_gpu_memory_quota_bytes{$vm}=33554432" \
                 "ivcuda_guest_processes{$vm}=1" "ivcuda_process_gpu_memory_held_bytes{$vm}=1048576" \
-                "ivcuda_compute_share_percent{$vm,state=\"whole-gpu\"}=100" "ivcuda_busy_seconds_total{$vm}>0" 2>&1); then
+                "ivcuda_compute_share_percent{$vm,state=\"unshared\"}=25" "ivcuda_busy_seconds_total{$vm}>0" 2>&1); then
             pass "metrics: ivshmem-provisioner metrics read by the Prometheus client's parser"
         else
             fail "metrics: $(cat "$work/metrics.out") $(echo "$out" | tail -5)"
