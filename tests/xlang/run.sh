@@ -43,6 +43,11 @@ region_wait=guest/target/ivcuda-region-wait
 start_host_memory_server "$region" "$work/server.log" --set region.size=1073741824 \
     --set owner.timeout.ms=1500 --set domain.name=xlang-test || exit 1
 export IVCUDA_REGION=$region LD_LIBRARY_PATH=$root/guest/target
+# the server's heartbeat moves (ivcuda-region-wait --show reads the header for scripts)
+beat() { "$region_wait" --show "$region" | sed -n 's/.* heartbeat=\([0-9]*\)$/\1/p'; }
+first_beat=$(beat); sleep 0.6
+if [ -n "$first_beat" ] && [ "$(beat)" -gt "$first_beat" ]; then pass "the server's heartbeat moves"; else
+    fail "the server's heartbeat: $first_beat, then $(beat)"; fi
 
 # Sizes from 1 byte to 256 MiB, through every copy path, odd sizes included.
 for n in 1 7 4096 65536 100003 1048576 16777215 268435456; do
@@ -189,6 +194,12 @@ fi
 for _ in $(seq 100); do kill -0 $doorbell_pid 2>/dev/null || break; sleep 0.1; done
 if ! kill -0 $doorbell_pid 2>/dev/null && wait $doorbell_pid; then pass "doorbell server exited 0 after its peer left"; else
     fail "doorbell server after its peer left: $(tail -3 "$work/doorbell.log")"; kill $doorbell_pid 2>/dev/null; fi
+# and its header says so (what a guest that still maps the region is told)
+if out=$("$region_wait" --show "$doorbell_region") && [ "${out%% *}" = state=STOPPED ]; then
+    pass "the stopped server's header says STOPPED"
+else
+    fail "the stopped server's header: $out"
+fi
 rm -f "$doorbell_region"
 
 if [ $failed -gt 0 ]; then
