@@ -7,23 +7,8 @@
 # usage: tests/xlang/run.sh            (from the repository root, after mvn package)
 # Prints "N passed, M failed" and exits non-zero when M > 0.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
-work=$(mktemp -d /tmp/ivcuda-xlang.XXXXXX)
-region=/dev/shm/ivcuda-xlang-$$
-server_pid=
-passed=0
-failed=0
-
-cleanup() {
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-    rm -f "$region"
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-pass() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/../harness.sh"
+harness_start xlang
 expect_ok() { # name, command...
     local name=$1; shift
     if out=$(timeout 300 "$@" 2>&1); then pass "$name"; else fail "$name: $(echo "$out" | tail -3)"; fi
