@@ -83,6 +83,43 @@ else
     esac
 fi
 
+# The guest NVML end to end (docs/sharing.md): ivcuda-smi through the guest's libnvidia-ml.so.1 and
+# libcuda's transport to a real server process whose backend answers the host's NVML with a
+# stand-in (test only: NvmlStandInServer in cuda-server's test classes). What is checked is the
+# server's and the library's own work — the device found, the VM's quota as its memory, the VM's
+# process that holds memory with its pid and bytes — not NVML's figures.
+nvml_region=/dev/shm/ivcuda-xlang-nvml-$$
+if [ ! -f cuda-server/target/test-classes/io/ivcuda/server/NvmlStandInServer.class ]; then
+    echo "skip guest NVML end to end: cuda-server's test classes are not built (mvn test-compile -pl cuda-server)"
+else
+    # (the jar's manifest opens jdk.internal.misc to Agrona; on a class path it is said here)
+    java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
+        -cp cuda-server/target/test-classes:cuda-server/target/cuda-server.jar io.ivcuda.server.NvmlStandInServer \
+        region.path="$nvml_region" region.size=67108864 memory.quota=268435456 domain.name=xlang-nvml \
+        >"$work/nvml-server.log" 2>&1 &
+    nvml_pid=$!
+    if "$region_wait" --pid "$nvml_pid" "$nvml_region" 30 >/dev/null; then
+        IVCUDA_REGION=$nvml_region "$work/xfer" hold 67108864 >"$work/nvml-hold.out" 2>&1 &
+        nvml_hold=$!
+        for _ in $(seq 50); do grep -q held "$work/nvml-hold.out" && break; sleep 0.1; done
+        out=$(IVCUDA_REGION=$nvml_region timeout 60 guest/target/ivcuda-smi 2>&1)
+        smi_status=$?
+        if [ "$smi_status" = 0 ] && grep -q "stand-in NVML device" <<<"$out" && grep -q "  64MiB / 256MiB  " <<<"$out" \
+            && grep -Eq "^\| +$nvml_hold +64MiB +\|$" <<<"$out"; then
+            pass "guest NVML through a real server: the device, the quota as memory, this VM's process"
+        else
+            fail "guest NVML through a real server (exit $smi_status): $out"
+        fi
+        kill -9 "$nvml_hold" 2>/dev/null
+        wait "$nvml_hold" 2>/dev/null
+    else
+        fail "NVML stand-in server not READY: $(tail -3 "$work/nvml-server.log")"
+    fi
+    kill "$nvml_pid" 2>/dev/null
+    wait "$nvml_pid" 2>/dev/null
+fi
+rm -f "$nvml_region"
+
 # A compute share MPS does not enforce (the host-memory backend has no GPU, so no MPS) is refused
 # at start: exit 4 and the reason first (docs/sharing.md), which the hook shows as the start error.
 share_out=$(java -jar cuda-server/target/cuda-server.jar --set region.path=/dev/shm/ivcuda-xlang-share-$$ \
