@@ -20,6 +20,7 @@ gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/strided" tests/xlang/st
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/arrays" tests/xlang/arrays.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/streams" tests/xlang/streams.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/vmm" tests/xlang/vmm.c -Lguest/target -lcuda || exit 1
+gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/ordering" tests/xlang/ordering.c -Lguest/target -lcuda || exit 1
 # the one wait for READY (guest/tools/ivcuda-region-wait.c, built with the guest library)
 region_wait=guest/target/ivcuda-region-wait
 
@@ -66,6 +67,8 @@ expect_ok "killed process's 64 MiB reclaimed" "$work/xfer" free-equals "$baselin
 
 # Host functions and stream callbacks run in the guest process, in stream order (docs/graphs.md).
 expect_ok "host functions, stream queries, stream memory operations" "$work/streams"
+# a thread's queued work is in the stream before another thread it told calls (protocol §6)
+expect_ok "order between threads" "$work/ordering"
 
 # A hostile guest: malformed requests get errors, the server keeps serving.
 expect_ok "hostile guest" "$work/hostile" "$region"
