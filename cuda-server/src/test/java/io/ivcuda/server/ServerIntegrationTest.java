@@ -2,6 +2,7 @@ package io.ivcuda.server;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.ivcuda.server.FakeGuest.Channel;
@@ -220,6 +221,22 @@ class ServerIntegrationTest {
         c.post(Requests.cuMemsetD8Async(d, 1, 1, 0x0500000000000099L));
         assertEquals(CuResult.INVALID_HANDLE, c.call(Requests.cuCtxSynchronize()).result());
         assertEquals(CuResult.SUCCESS, c.call(Requests.cuCtxSynchronize()).result());
+    }
+
+    @Test
+    void aCallWithOutputsKeepsThemAndLeavesTheStickyErrorToTheNextCallWithout() {
+        Channel c = greeted(0, TOKEN);
+        long d = alloc(c, 4096);
+        c.post(Requests.cuMemsetD8Async(d, 1, 1, 0x0500000000000099L)); // a bad stream: kept
+        // the allocation succeeds and says where: answering the kept error instead would lose it
+        Response made = c.call(Requests.ivc_mem_alloc(4096));
+        assertEquals(CuResult.SUCCESS, made.result());
+        long second = made.out(0);
+        assertNotEquals(0L, second);
+        assertEquals(CuResult.INVALID_HANDLE, c.call(Requests.cuCtxSynchronize()).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuCtxSynchronize()).result());
+        // and the allocation is the guest's to use and free
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_mem_free(second)).result());
     }
 
     @Test

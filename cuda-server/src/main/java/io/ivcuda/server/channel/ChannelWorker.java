@@ -241,7 +241,11 @@ public final class ChannelWorker implements Runnable {
                 calls.called();
             }
             calls.finished(opcode, result, System.nanoTime() - started);
-            if (sticky != 0) {
+            // A kept async error is answered by a call that succeeded without outputs (synchronise,
+            // query, free...). A call that succeeded with outputs answers them and leaves the error
+            // kept: answering the error would drop what it made (a graph exec, an allocation), which
+            // the guest would then never learn of. A call that failed answers its own error.
+            if (sticky != 0 && (result != CuResult.SUCCESS || responseLen == 0)) {
                 if (result == CuResult.SUCCESS) {
                     result = sticky;
                 }
