@@ -130,15 +130,55 @@ vm_guest() {
             boot_vm "$limit" "$image" "$initrd" "$console" "ivcuda.deadline=$((limit - 25))" \
                 "ivcuda.timeout=$VM_PROGRAM_TIMEOUT_S"
             stop_server
-            grep -q "^ivshmem device at" <(tr -d '\r' <"$console") || log "vm $idx: the guest saw no ivshmem device"
         fi
     fi
     k=0
+    local ran=0 skipped=0
     for p in "$@"; do
         name=${names[$k]}
         k=$((k + 1))
         vm_result "$p" "$name" "$console" "$fail_all"
+        case "$(cat "$WORK/runs/$p/vm.rc")" in
+            [0-9]*) ran=$((ran + 1)) ;;
+            skipped*) skipped=$((skipped + 1)) ;;
+        esac
     done
+    # one line for the report (written by the main shell, which has none of this guest's variables)
+    if [ -n "$fail_all" ]; then
+        echo "| $idx | $# | - | - | - | $fail_all |"
+    else
+        echo "| $idx | $# | $(du -h "$initrd" | cut -f1) ($compress), $VM_MEMORY_MB MiB | ${VM_WALL_TOTAL:--} s, QEMU status ${QEMU_RC:--} | $ran ran, $skipped skipped (time budget) | $(vm_guest_notes "$console") |"
+    fi >"$WORK/vm/$idx/report-row"
+}
+
+vm_guest_notes() { # what went wrong with a guest as a whole, from its console
+    local notes=()
+    grep -q IVCUDA-GUEST-UP "$1" 2>/dev/null || notes+=("its init never started")
+    grep -q "^ivshmem device at" <(tr -d '\r' <"$1" 2>/dev/null) || notes+=("no ivshmem device seen")
+    grep -q IVCUDA-GUEST-DONE "$1" 2>/dev/null || notes+=("did not finish: stopped by the host")
+    local IFS=';'
+    echo "${notes[*]}"
+}
+
+# The report's part on the guests (called by write_report when the vm mode ran).
+vm_report() {
+    compgen -G "$WORK/vm/*/report-row" >/dev/null || return 0
+    local runs equal skipped
+    runs=$(cat "$WORK"/runs/*.{static,shared}/vm.rc 2>/dev/null | wc -l)
+    equal=$(awk -F'\t' '$1 !~ /^torch\./ && $2 == "yes"' "$WORK/equal.tsv" 2>/dev/null | wc -l)
+    skipped=$(grep -l "^skipped (time budget" "$WORK"/runs/*.{static,shared}/vm.rc 2>/dev/null | wc -l)
+    echo "## The guests (vm mode)"
+    echo
+    echo "$equal of $runs corpus runs in the VM equal to native; $skipped not run for the time budget."
+    echo
+    echo "QEMU under $ACCEL, $VM_CPUS vCPUs each, at most ${VM_PROGRAM_TIMEOUT_S}s per program; the samples"
+    echo "fastest native run first, dealt round-robin; wall times in the VM are measured by the guest and"
+    echo "include software emulation of its CPU. Logs: \`logs.tar.xz\` \`vm/<guest>/logs/\`."
+    echo
+    echo "| guest | programs | initrd, memory | QEMU | programs run | notes |"
+    echo "|---|---|---|---|---|---|"
+    cat "$WORK"/vm/*/report-row
+    echo
 }
 
 # vm_result <program> <console name> <console> <why none ran>: runs/<program>/vm.{out,err,rc,wall}.
