@@ -9,7 +9,7 @@
 # samples' build directories without CMake's files (the data files the samples look for beside their
 # binary or in their working directory: .pgm, .dat, .mtx, .ptx, .fatbin, NVRTC's headers), the
 # libraries ldd names for them (libstdc++, libcudart.so.13 for the shared builds, cuBLAS, cuFFT...)
-# and NVRTC's builtins library, which libnvrtc opens by name. Inside, vm/budget-run.sh runs each
+# and NVRTC's builtins library, which libnvrtc opens by name, in an uncompressed initramfs. Inside, vm/budget-run.sh runs each
 # sample from its directory with the per-program timeout and no program starting after the guest's
 # deadline; stdout, stderr and the exit status come back on the serial console and land in
 # runs/<program>/vm.{out,err,rc,wall}, where the report compares them with native like any mode.
@@ -21,6 +21,9 @@
 #   VM_CPUS               vCPUs per guest [2]
 #   VM_MEMORY_MB          per guest [2048 + twice its image, unpacked]
 #   VM_PROGRAM_TIMEOUT_S  per program inside a guest [60]
+#   VM_INITRD_COMPRESS    none, zstd or gzip [none: with cuBLAS, cuFFT, cuSOLVER... an image is ~2 GB,
+#                         and on the dev machine a 1.9 GB image booted under TCG in 50 s uncompressed,
+#                         60 s from zstd (638 MB); gzip is slower still, and zstd may be missing]
 #   VM_RESERVE_S          seconds at the end of TOTAL_BUDGET_S that builds and native runs leave to
 #                         the guests [240]
 #   IVCUDA_VM_CARRY       QEMU and the guest's kernel and busybox [.vmcarry] (vm/prepare-gpu-carry.sh)
@@ -30,6 +33,7 @@ VM_COUNT=${VM_COUNT:-4}
 VM_CPUS=${VM_CPUS:-2}
 VM_PROGRAM_TIMEOUT_S=${VM_PROGRAM_TIMEOUT_S:-60}
 VM_RESERVE_S=${VM_RESERVE_S:-240}
+VM_INITRD_COMPRESS=${VM_INITRD_COMPRESS:-none}
 VM_MEMORY_GIVEN=${VM_MEMORY_MB:-}
 # shellcheck source=vm/qemu.sh
 . "$REPO/vm/qemu.sh"
@@ -108,8 +112,8 @@ vm_guest() {
     local files=(--files "$stage/corpus=/corpus" --files "$REPO/vm/budget-run.sh=/usr/bin/ivcuda-budget-run")
     local f
     for f in "${!extra_files[@]}"; do files+=(--files "$f=$f"); done
-    local compress=none initrd=$image/initramfs.cpio
-    command -v zstd >/dev/null 2>&1 && { compress=zstd; initrd=$image/initramfs.cpio.zst; }
+    local compress=$VM_INITRD_COMPRESS initrd=$image/initramfs.cpio
+    case "$compress" in zstd) initrd+=.zst ;; gzip) initrd+=.gz ;; esac
     [ -d "$CARRY/guest-base" ] && export IVCUDA_VM_BASE=$CARRY/guest-base
     local fail_all=""
     if ! timeout "$(bounded_timeout 240)" "$REPO/vm/build-guest.sh" --compress "$compress" "${files[@]}" \
