@@ -62,7 +62,9 @@ help2man --no-info --no-discard-stderr --section=1 --version-string="$version" \
 help2man --no-info --no-discard-stderr --section=8 --version-string="$version" \
     --name="hand the ivshmem device's MSI-X interrupts to CUDA processes" \
     -o "$docs/man/ivcuda-guest-irqd.8" "$repo/guest/target/ivcuda-guest-irqd"
-help2man --no-info --no-discard-stderr --section=1 --version-string="$version" \
+# ivcuda-smi links libnvidia-ml.so.1, which the guest's loader finds in /usr/lib/ivcuda: here, the build's
+# (without it help2man's page would be the loader's error)
+LD_LIBRARY_PATH="$repo/guest/target" help2man --no-info --no-discard-stderr --section=1 --version-string="$version" \
     --name="show this VM's view of its GPU (memory quota, utilisation, processes) like nvidia-smi" \
     -o "$docs/man/ivcuda-smi.1" "$repo/guest/target/ivcuda-smi"
 

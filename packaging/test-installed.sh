@@ -135,6 +135,9 @@ check_command() {
     version=$("$command" --version) || fail "$command --version: exit $?"
     [ "$version" = "$name (ivcuda) $package_version" ] || fail "$command --version says '$version', not the package's $package_version"
     zcat "/usr/share/man/man$section/$name.$section.gz" | grep -q '^\.TH' || fail "no man page $name($section)"
+    # the page was made from the command's model or its --help, not from an error message
+    zcat "/usr/share/man/man$section/$name.$section.gz" | grep -q -- '\\-\\-version' \
+        || fail "the man page $name($section) does not describe --version: $(zcat "/usr/share/man/man$section/$name.$section.gz" | head -c 600)"
     bash -c "source /usr/share/bash-completion/completions/$name && complete -p $name" >/dev/null \
         || fail "the bash completion of $name does not register"
 }
@@ -211,6 +214,11 @@ for _ in 1 2 3 4 5; do
 done
 median=$(printf '%s\n' "${runs[@]}" | sort -n | sed -n 3p)
 [ "$median" -lt 1000 ] || fail "'ivshmem-provisioner status' takes $median ms (median of 5), not under a second"
+# the documentation as the units (Documentation=file:…), man pages, help texts and the postinst name it
+for doc in /usr/share/doc/ivcuda/operations.md /usr/share/doc/ivcuda/grafana-ivcuda.json \
+           $(grep -ho 'file:/[^ ]*' /lib/systemd/system/ivcuda-*.service | cut -d: -f2); do
+    [ -f "$doc" ] || fail "$doc is not there as named (compressed by dh_compress?)"
+done
 [ "$(readlink -f "$hook")" = /usr/libexec/ivcuda/50-ivcuda ] || fail "the package's hook is not at $hook"
 [ -x /usr/libexec/ivcuda/ivcuda-integrity-oracle ] || fail "no /usr/libexec/ivcuda/ivcuda-integrity-oracle"
 getent passwd ivcuda >/dev/null || fail "no user ivcuda"
@@ -437,6 +445,7 @@ echo "== install $backend_deb"
 apt-get install -y -q --no-install-recommends "./$backend_deb"
 dpkg -L ivcuda-backend > /tmp/ivcuda-backend.files
 check_command ivcuda-backend-agent
+[ -f /usr/share/doc/ivcuda-backend/operations.md ] || fail "/usr/share/doc/ivcuda-backend/operations.md (ivcuda-backend-agent(8) names it) is not there"
 [ -x /etc/init.d/ivcuda-backend-agent ] || fail "no init script /etc/init.d/ivcuda-backend-agent for hosts without systemd"
 [ -f /etc/ivcuda/backend.properties ] || fail "no /etc/ivcuda/backend.properties"
 getent passwd ivcuda >/dev/null || fail "no user ivcuda (the servers the agent starts run as it)"

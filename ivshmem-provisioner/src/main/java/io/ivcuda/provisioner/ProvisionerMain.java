@@ -260,6 +260,8 @@ public final class ProvisionerMain {
             };
         }
 
+        private static final String PLACEHOLDER_UUID = "<uuid>00000000-0000-0000-0000-000000000000</uuid>";
+
         /** A domain's XML, or the element alone (wrapped into a domain named after the file). */
         private static DomainXml fromFile(Path file) throws IOException, IvcudaConfigException {
             String text = Files.readString(file, StandardCharsets.UTF_8).strip();
@@ -267,10 +269,16 @@ public final class ProvisionerMain {
                 text = text.substring(text.indexOf("?>") + 2).strip();
             }
             if (text.startsWith("<domain")) {
+                // Written before define, a domain's XML usually has no <uuid> (libvirt makes one): the check
+                // needs one for the device's name, the placeholder the element alone gets too.
+                int startTagEnd = text.indexOf('>');
+                if (!text.contains("<uuid") && startTagEnd > 0) {
+                    text = text.substring(0, startTagEnd + 1) + PLACEHOLDER_UUID + text.substring(startTagEnd + 1);
+                }
                 return DomainXml.parse(text);
             }
             return DomainXml.parse("<domain><name>" + file.getFileName().toString().replaceAll("[<>&'\"]", "_")
-                    + "</name><uuid>00000000-0000-0000-0000-000000000000</uuid><metadata>" + text + "</metadata></domain>");
+                    + "</name>" + PLACEHOLDER_UUID + "<metadata>" + text + "</metadata></domain>");
         }
     }
 

@@ -160,6 +160,37 @@ class ProvisionerCliTest {
         assertTrue(err.toString().contains("nosuchdomain: no such file, and no domain of this name"), err.toString());
     }
 
+    /**
+     * check DOMAIN reads the domain's persistent definition, and a FILE may hold a whole domain (as written
+     * before define, without a uuid). A provisioned domain's own quota is not counted against it.
+     */
+    @Test
+    void checkOfADefinedDomainAndOfADomainFile() throws Exception {
+        Path config = dir.resolve("ivcuda.properties");
+        Files.writeString(config, "gpu.0.capacity=4G\n");
+        Connect c = new Connect("test:///default");
+        held = c;
+        c.domainDefineXML(ReconcilerTest.domainXml("placed", "00000000-0000-0000-0000-0000000000c1", ReconcilerTest.gpu("quota='3G'"))).free();
+        c.domainDefineXML(ReconcilerTest.domainXml("wrong", "00000000-0000-0000-0000-0000000000c2", ReconcilerTest.gpu("size='300M'"))).free();
+        String[] common = {"--config", config.toString(), "--connect", "test:///default"};
+        assertEquals(0, run(concat(common, "provision", "placed")), err.toString());
+
+        out.getBuffer().setLength(0);
+        assertEquals(0, run(concat(common, "check", "placed")), err.toString());
+        assertTrue(out.toString().startsWith("placed: valid — ") && out.toString().contains("quota 3 GiB"), out.toString());
+        assertEquals(1, run(concat(common, "check", "wrong")));
+        assertTrue(err.toString().contains("wrong: INVALID") && err.toString().contains("region size 300M is not a power of two"),
+                err.toString());
+
+        Path newDomain = dir.resolve("new-vm.xml");
+        Files.writeString(newDomain, "<?xml version='1.0'?>\n<domain type='kvm'><name>new-vm</name><memory unit='MiB'>64</memory>"
+                + "<metadata>" + ReconcilerTest.gpu("quota='2G'") + "</metadata><os><type>hvm</type></os><devices/></domain>");
+        err.getBuffer().setLength(0);
+        assertEquals(1, run(concat(common, "check", newDomain.toString())), out + "\n" + err);
+        assertTrue(err.toString().contains("new-vm: REFUSED") && err.toString().contains("does not fit on GPU 0")
+                && err.toString().contains("3 GiB already given"), "the other domain's quota counts: " + err);
+    }
+
     private String line(String domain) {
         for (String l : out.toString().split("\n")) {
             if (l.startsWith(domain + " ")) {
