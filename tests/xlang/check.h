@@ -1,8 +1,9 @@
 /*
  * What the C checkers of tests/xlang built with the guest's own cuda.h (arrays.c, strided.c,
- * vmm.c) share, so each file holds only what it checks: a call that must succeed ends the
- * program where it failed (CK), a wrong result is counted and the program goes on (expect),
- * the device and context every checker starts with, and the last line run.sh reads.
+ * streams.c, vmm.c, xfer.c) share, so each file holds only what it checks: a call that must
+ * succeed ends the program where it failed, naming the error (CK), a wrong result is counted
+ * and the program goes on (expect), the device and context every checker starts with, and
+ * the last line run.sh reads.
  * Header only, so run.sh builds each checker from its one .c file as before.
  */
 #ifndef XLANG_CHECK_H
@@ -20,7 +21,9 @@ static int failures;
     do {                                                                                             \
         CUresult r_ = (call);                                                                        \
         if (r_ != CUDA_SUCCESS) {                                                                    \
-            printf("%s:%d: %s → %d\n", __FILE__, __LINE__, #call, r_);                               \
+            const char *name_ = "?";                                                                 \
+            cuGetErrorName(r_, &name_);                                                              \
+            printf("%s:%d: %s → %d %s\n", __FILE__, __LINE__, #call, r_, name_);                      \
             exit(1);                                                                                 \
         }                                                                                            \
     } while (0)

@@ -12,53 +12,21 @@
  *                                 memory to equal <bytes>; prints "free=<n>"
  *   xfer meminfo                  prints "free=<n>"
  *
- * Declares the few driver-API functions it uses itself: it must build on a machine
- * without NVIDIA's toolkit, like the guest library.
+ * Built with the guest's own cuda.h (through check.h): it must build on a machine without
+ * NVIDIA's toolkit, like the guest library.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUstream_st *CUstream;
+#include "check.h"
 
-CUresult cuInit(unsigned int flags);
-CUresult cuDeviceGet(CUdevice *device, int ordinal);
-CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
-CUresult cuCtxSetCurrent(CUcontext ctx);
-CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
-CUresult cuMemFree_v2(CUdeviceptr dptr);
+/* beyond check.h's cuda.h */
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total);
-CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n);
-CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n);
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n);
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s);
-CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s);
-CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags);
-CUresult cuMemFreeHost(void *p);
-CUresult cuStreamCreate(CUstream *phStream, unsigned int flags);
-CUresult cuStreamSynchronize(CUstream hStream);
-CUresult cuStreamDestroy_v2(CUstream hStream);
-CUresult cuGetErrorName(CUresult error, const char **pStr);
-
-#define CHECK(call)                                                                     \
-    do {                                                                                \
-        CUresult r_ = (call);                                                           \
-        if (r_ != 0) {                                                                  \
-            const char *name_ = "?";                                                    \
-            cuGetErrorName(r_, &name_);                                                 \
-            fprintf(stderr, "xfer: %s failed: %d %s (line %d)\n", #call, r_, name_, __LINE__); \
-            exit(1);                                                                    \
-        }                                                                               \
-    } while (0)
 
 static size_t bytes;
 
@@ -83,19 +51,13 @@ static int verify(const unsigned char *a, const unsigned char *b, size_t n, cons
     return 0;
 }
 
-static void bind_primary_context(void)
-{
-    CUdevice dev;
-    CUcontext ctx;
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
-}
+/* the device every thread binds its primary context of */
+static CUdevice device;
 
 static void *copy_thread(void *arg)
 {
     int id = (int)(intptr_t)arg;
-    bind_primary_context();
+    xlang_primary_context(device);
     size_t n = bytes;
     unsigned char *src = malloc(n ? n : 1), *dst = malloc(n ? n : 1);
     if (!src || !dst) {
@@ -103,50 +65,50 @@ static void *copy_thread(void *arg)
         exit(1);
     }
     CUdeviceptr d1, d2;
-    CHECK(cuMemAlloc_v2(&d1, n ? n : 1));
-    CHECK(cuMemAlloc_v2(&d2, n ? n : 1));
+    CK(cuMemAlloc_v2(&d1, n ? n : 1));
+    CK(cuMemAlloc_v2(&d2, n ? n : 1));
     int bad = 0;
 
     /* pageable */
     fill(src, n, (uint32_t)(id * 7919 + n));
     memset(dst, 0, n);
-    CHECK(cuMemcpyHtoD_v2(d1, src, n));
-    CHECK(cuMemcpyDtoD_v2(d2, d1, n));
-    CHECK(cuMemcpyDtoH_v2(dst, d2, n));
+    CK(cuMemcpyHtoD_v2(d1, src, n));
+    CK(cuMemcpyDtoD_v2(d2, d1, n));
+    CK(cuMemcpyDtoH_v2(dst, d2, n));
     bad |= verify(src, dst, n, "pageable", id);
 
     /* pinned, synchronous and asynchronous */
     unsigned char *psrc, *pdst;
-    CHECK(cuMemHostAlloc((void **)&psrc, n ? n : 1, 0));
-    CHECK(cuMemHostAlloc((void **)&pdst, n ? n : 1, 0));
+    CK(cuMemHostAlloc((void **)&psrc, n ? n : 1, 0));
+    CK(cuMemHostAlloc((void **)&pdst, n ? n : 1, 0));
     fill(psrc, n, (uint32_t)(id * 104729 + n));
     memset(pdst, 0, n);
-    CHECK(cuMemcpyHtoD_v2(d1, psrc, n));
-    CHECK(cuMemcpyDtoH_v2(pdst, d1, n));
+    CK(cuMemcpyHtoD_v2(d1, psrc, n));
+    CK(cuMemcpyDtoH_v2(pdst, d1, n));
     bad |= verify(psrc, pdst, n, "pinned", id);
 
     CUstream s;
-    CHECK(cuStreamCreate(&s, 0));
+    CK(cuStreamCreate(&s, 0));
     fill(psrc, n, (uint32_t)(id * 31 + n + 5));
     memset(pdst, 0, n);
-    CHECK(cuMemcpyHtoDAsync_v2(d2, psrc, n, s));
-    CHECK(cuMemcpyDtoHAsync_v2(pdst, d2, n, s));
-    CHECK(cuStreamSynchronize(s));
+    CK(cuMemcpyHtoDAsync_v2(d2, psrc, n, s));
+    CK(cuMemcpyDtoHAsync_v2(pdst, d2, n, s));
+    CK(cuStreamSynchronize(s));
     bad |= verify(psrc, pdst, n, "pinned async", id);
 
     /* pageable Async (staged by the library) */
     fill(src, n, (uint32_t)(id * 17 + n + 9));
     memset(dst, 0, n);
-    CHECK(cuMemcpyHtoDAsync_v2(d1, src, n, s));
-    CHECK(cuMemcpyDtoHAsync_v2(dst, d1, n, s));
-    CHECK(cuStreamSynchronize(s));
+    CK(cuMemcpyHtoDAsync_v2(d1, src, n, s));
+    CK(cuMemcpyDtoHAsync_v2(dst, d1, n, s));
+    CK(cuStreamSynchronize(s));
     bad |= verify(src, dst, n, "pageable async", id);
 
-    CHECK(cuStreamDestroy_v2(s));
-    CHECK(cuMemFreeHost(psrc));
-    CHECK(cuMemFreeHost(pdst));
-    CHECK(cuMemFree_v2(d1));
-    CHECK(cuMemFree_v2(d2));
+    CK(cuStreamDestroy_v2(s));
+    CK(cuMemFreeHost(psrc));
+    CK(cuMemFreeHost(pdst));
+    CK(cuMemFree_v2(d1));
+    CK(cuMemFree_v2(d2));
     free(src);
     free(dst);
     return (void *)(intptr_t)bad;
@@ -158,7 +120,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: xfer copy <bytes> <threads> | hold <bytes> | free-equals <bytes> <s> | meminfo\n");
         return 2;
     }
-    CHECK(cuInit(0));
+    device = xlang_device();
     if (strcmp(argv[1], "copy") == 0 && argc == 4) {
         bytes = strtoull(argv[2], NULL, 0);
         int threads = atoi(argv[3]);
@@ -178,11 +140,11 @@ int main(int argc, char **argv)
         printf(bad ? "corrupt\n" : "ok\n");
         return bad;
     }
-    bind_primary_context();
+    xlang_primary_context(device);
     size_t free_b, total;
     if (strcmp(argv[1], "hold") == 0 && argc == 3) {
         CUdeviceptr d;
-        CHECK(cuMemAlloc_v2(&d, strtoull(argv[2], NULL, 0)));
+        CK(cuMemAlloc_v2(&d, strtoull(argv[2], NULL, 0)));
         printf("held\n");
         fflush(stdout);
         for (;;) {
@@ -195,7 +157,7 @@ int main(int argc, char **argv)
         struct timespec start, now;
         clock_gettime(CLOCK_MONOTONIC, &start);
         for (;;) {
-            CHECK(cuMemGetInfo_v2(&free_b, &total));
+            CK(cuMemGetInfo_v2(&free_b, &total));
             clock_gettime(CLOCK_MONOTONIC, &now);
             double waited = (double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9;
             if (free_b == want || waited > deadline) {
@@ -207,7 +169,7 @@ int main(int argc, char **argv)
         return free_b == want ? 0 : 1;
     }
     if (strcmp(argv[1], "meminfo") == 0) {
-        CHECK(cuMemGetInfo_v2(&free_b, &total));
+        CK(cuMemGetInfo_v2(&free_b, &total));
         printf("free=%zu\n", free_b);
         return 0;
     }

@@ -7,20 +7,27 @@ import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.gen.Requests;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Properties;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A server on a host-memory backend (or a stand-in derived from it) and a fake guest of it:
- * {@link #greeted} speaks for the test's process ({@link #token()}), {@link #hello} for any other.
+ * {@link #greeted} speaks for the test's process ({@link #token()}), {@link #hello} for any other;
+ * {@link #status} reads what the server reports of it all.
  */
 abstract class HostMemoryGuestCase {
     static final long SIZE = 32L << 20;
 
     @TempDir
     Path dir;
+    ServerConfig config;
     CudaServer server;
     FakeGuest guest;
 
@@ -32,7 +39,8 @@ abstract class HostMemoryGuestCase {
         List<String> all = new java.util.ArrayList<>(List.of("region.path=" + region, "region.size=" + SIZE,
                 "channel.count=4", "backend=host-memory"));
         all.addAll(List.of(settings));
-        server = new CudaServer(ServerConfig.load(List.of(), all), backend);
+        config = ServerConfig.load(List.of(), all);
+        server = new CudaServer(config, backend);
         server.start();
         guest = new FakeGuest(region, SIZE);
     }
@@ -45,6 +53,20 @@ abstract class HostMemoryGuestCase {
         if (server != null) {
             server.close();
         }
+    }
+
+    /**
+     * The status file as the server writes it now (what {@code ivshmem-provisioner status} and
+     * {@code metrics} read), read back; the server must have been started with the setting
+     * {@code pidfile=DIR/vm.pid}.
+     */
+    Properties status() throws IOException {
+        StatusFile.besidePidfile(config, server).write();
+        Properties status = new Properties();
+        try (Reader r = Files.newBufferedReader(dir.resolve("vm.status"), StandardCharsets.ISO_8859_1)) {
+            status.load(r);
+        }
+        return status;
     }
 
     /** Channel {@code index}, greeted and past cuInit. */

@@ -10,53 +10,30 @@ import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.gen.Requests;
 import java.io.ByteArrayOutputStream;
-import java.io.Reader;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A server driven by a fake guest, then its figures the way {@code ivshmem-provisioner metrics} gets them:
  * the status file the server writes, read back, written by the Prometheus client as text and parsed strictly.
  * Every figure asserted here is one the guest's calls made, so a counter that is not counted fails.
  */
-class MetricsTest {
-    static final long SIZE = 16L << 20;
+class MetricsTest extends HostMemoryGuestCase {
     static final int PID = 42;
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
-
-    @AfterEach
-    void stop() {
-        if (guest != null) {
-            guest.close();
-        }
-        if (server != null) {
-            server.close();
-        }
+    @Override
+    long token() {
+        return ((long) PID << 32) | 1;
     }
 
     @Test
     void callsCopiesErrorsAndMemoryAreExportedPerVmAndPerProcess() throws Exception {
-        Path region = dir.resolve("region");
-        ServerConfig config = ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=2", "backend=host-memory", "pidfile=" + dir.resolve("vm.pid"), "domain.name=vm \"one\"",
-                "domain.uuid=11111111-2222-3333-4444-555555555555", "memory.quota=1M"));
-        server = new CudaServer(config, new HostMemoryBackend());
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-        Channel c = guest.claim(0, ((long) PID << 32) | 1);
-        assertEquals(CuResult.SUCCESS, c.hello().result());
-        assertEquals(CuResult.SUCCESS, c.call(Requests.cuInit(0)).result());
+        start(new HostMemoryBackend(), "pidfile=" + dir.resolve("vm.pid"), "domain.name=vm \"one\"",
+                "domain.uuid=11111111-2222-3333-4444-555555555555", "memory.quota=1M");
+        Channel c = greeted(0);
         var alloc = c.call(Requests.ivc_mem_alloc(4096));
         assertEquals(CuResult.SUCCESS, alloc.result());
         long device = alloc.out(0);
@@ -69,11 +46,7 @@ class MetricsTest {
         // over the 1 MiB quota: refused, and counted as an error of that function
         assertEquals(CuResult.OUT_OF_MEMORY, c.call(Requests.ivc_mem_alloc(2L << 20)).result());
 
-        StatusFile.besidePidfile(config, server).write();
-        Properties status = new Properties();
-        try (Reader r = Files.newBufferedReader(dir.resolve("vm.status"), StandardCharsets.ISO_8859_1)) {
-            status.load(r);
-        }
+        Properties status = status();
         VmFigures figures = VmFigures.read(status, status.getProperty("domain.name"), status.getProperty("domain.uuid"));
         ByteArrayOutputStream text = new ByteArrayOutputStream();
         MetricsExposition.write(List.of(figures), text);

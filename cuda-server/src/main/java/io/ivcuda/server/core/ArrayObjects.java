@@ -53,13 +53,15 @@ public final class ArrayObjects {
 
     private final HandleTable handles;
     private final CudaBackend backend;
+    private final InContext inContext;
     private final Map<Long, Shape> shapes = new ConcurrentHashMap<>();
     /** Quota bytes each native mipmapped array holds. */
     private final Map<Long, Long> mipmaps = new ConcurrentHashMap<>();
 
-    public ArrayObjects(HandleTable handles, CudaBackend backend) {
+    public ArrayObjects(HandleTable handles, CudaBackend backend, InContext inContext) {
         this.handles = handles;
         this.backend = backend;
+        this.inContext = inContext;
     }
 
     /**
@@ -133,19 +135,19 @@ public final class ArrayObjects {
                     continue;
                 }
                 switch (kind) {
-                    case KIND_TEX_OBJECT -> inContext(e.extra(), out, () -> backend.texObjectDestroy(e.nativeValue()));
-                    case KIND_SURF_OBJECT -> inContext(e.extra(), out, () -> backend.surfObjectDestroy(e.nativeValue()));
+                    case KIND_TEX_OBJECT -> inContext.run(e.extra(), out, () -> backend.texObjectDestroy(e.nativeValue()));
+                    case KIND_SURF_OBJECT -> inContext.run(e.extra(), out, () -> backend.surfObjectDestroy(e.nativeValue()));
                     case KIND_ARRAY -> {
                         Shape s = shapes.get(e.nativeValue());
                         if (s != null && s.parent() == 0) {
                             shapes.remove(e.nativeValue());
-                            inContext(e.extra(), out, () -> backend.arrayDestroy(e.nativeValue()));
+                            inContext.run(e.extra(), out, () -> backend.arrayDestroy(e.nativeValue()));
                             released += s.reserved();
                         }
                     }
                     default -> {
                         released += forgetMipmap(e.nativeValue());
-                        inContext(e.extra(), out, () -> backend.mipmappedArrayDestroy(e.nativeValue()));
+                        inContext.run(e.extra(), out, () -> backend.mipmappedArrayDestroy(e.nativeValue()));
                     }
                 }
             }
@@ -156,13 +158,4 @@ public final class ArrayObjects {
         return released;
     }
 
-    private void inContext(long ctx, Out out, Runnable call) {
-        if (ctx != 0) {
-            backend.ctxPushCurrent(ctx);
-        }
-        call.run();
-        if (ctx != 0) {
-            backend.ctxPopCurrent(out);
-        }
-    }
 }

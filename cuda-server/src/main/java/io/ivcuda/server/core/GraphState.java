@@ -25,13 +25,15 @@ public final class GraphState {
 
     private final HandleTable handles;
     private final CudaBackend backend;
+    private final InContext inContext;
     private final Set<Long> provisional = ConcurrentHashMap.newKeySet();
     /** A conditional node's body graphs (native) → {its parent graph, its node} (native): the driver's. */
     private final Map<Long, long[]> bodies = new ConcurrentHashMap<>();
 
-    public GraphState(HandleTable handles, CudaBackend backend) {
+    public GraphState(HandleTable handles, CudaBackend backend, InContext inContext) {
         this.handles = handles;
         this.backend = backend;
+        this.inContext = inContext;
     }
 
     /** A graph handle minted for a graph being captured. */
@@ -123,21 +125,12 @@ public final class GraphState {
                 // a body graph is its node's: its parent graph's destruction frees it
                 boolean body = kind == KIND_GRAPH && bodies.remove(e.nativeValue()) != null;
                 if (kind == KIND_GRAPH_EXEC) {
-                    inContext(e.extra(), out, () -> backend.graphExecDestroy(e.nativeValue()));
+                    inContext.run(e.extra(), out, () -> backend.graphExecDestroy(e.nativeValue()));
                 } else if (kind == KIND_GRAPH && !capturing && !body) {
-                    inContext(e.extra(), out, () -> backend.graphDestroy(e.nativeValue()));
+                    inContext.run(e.extra(), out, () -> backend.graphDestroy(e.nativeValue()));
                 }
             }
         }
     }
 
-    private void inContext(long ctx, Out out, Runnable call) {
-        if (ctx != 0) {
-            backend.ctxPushCurrent(ctx);
-        }
-        call.run();
-        if (ctx != 0) {
-            backend.ctxPopCurrent(out);
-        }
-    }
 }

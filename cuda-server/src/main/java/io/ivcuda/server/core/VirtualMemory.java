@@ -177,7 +177,7 @@ public final class VirtualMemory {
         if (full(vm)) {
             return refusal.refuse("size", atLimit(vm), CuResult.OUT_OF_MEMORY);
         }
-        if (!vm.reserve(size, who)) {
+        if (!vm.reserve(size, who, out)) {
             return CuResult.OUT_OF_MEMORY;
         }
         int result = vm.backend().memCreate(out, size, type, handleTypes, device, allocFlags, flags);

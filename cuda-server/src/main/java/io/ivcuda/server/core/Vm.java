@@ -32,6 +32,7 @@ public final class Vm {
     private final Region region;
     private final Layout layout;
     private final CudaBackend backend;
+    private final InContext inContext;
     private final long memoryQuota;
     private final Limits limits;
     private final HandleTable handles;
@@ -64,6 +65,7 @@ public final class Vm {
         this.region = region;
         this.layout = layout;
         this.backend = backend;
+        this.inContext = new InContext(backend);
         this.memoryQuota = memoryQuota;
         this.gpu = gpu;
         this.limits = limits;
@@ -71,8 +73,8 @@ public final class Vm {
         this.refusals = new RefusalLog(limits);
         this.pool = new PoolAllocator(layout.poolSize());
         this.hostCalls = new HostCalls(refusals);
-        this.graphs = new GraphState(handles, backend);
-        this.arrays = new ArrayObjects(handles, backend);
+        this.graphs = new GraphState(handles, backend, inContext);
+        this.arrays = new ArrayObjects(handles, backend, inContext);
         this.reclaimed = new ReclaimedTokens(limits.processes());
     }
 
@@ -126,6 +128,11 @@ public final class Vm {
 
     public CudaBackend backend() {
         return backend;
+    }
+
+    /** Runs a driver call with a given context current (push, call, pop). */
+    public InContext inContext() {
+        return inContext;
     }
 
     public HandleTable handles() {
@@ -358,12 +365,12 @@ public final class Vm {
                             backend.memPoolDestroy(e.nativeValue());
                         }
                     }
-                    case HandleTable.KIND_EVENT -> withContext(e.extra(), out, () -> backend.eventDestroy(e.nativeValue()));
-                    case HandleTable.KIND_STREAM -> withContext(e.extra(), out, () -> backend.streamDestroy(e.nativeValue()));
+                    case HandleTable.KIND_EVENT -> inContext.run(e.extra(), out, () -> backend.eventDestroy(e.nativeValue()));
+                    case HandleTable.KIND_STREAM -> inContext.run(e.extra(), out, () -> backend.streamDestroy(e.nativeValue()));
                     case HandleTable.KIND_MODULE -> {
                         // a library's module goes with its library
                         if (!libraries.isLibraryModule(e.nativeValue())) {
-                            withContext(e.extra(), out, () -> backend.moduleUnload(e.nativeValue()));
+                            inContext.run(e.extra(), out, () -> backend.moduleUnload(e.nativeValue()));
                             moduleUnloaded();
                         }
                     }
@@ -445,24 +452,13 @@ public final class Vm {
         return r.use().whenIdle(() -> {
             Out out = backend.newOut();
             try {
-                int[] result = new int[1];
-                withContext(r.context(), out, () -> result[0] = backend.memFree(r.base()));
+                int result = inContext.run(r.context(), out, () -> backend.memFree(r.base()));
                 release(r.size());
-                return result[0];
+                return result;
             } finally {
                 out.free();
             }
         });
-    }
-
-    private void withContext(long ctx, Out out, java.util.function.IntSupplier call) {
-        if (ctx != 0) {
-            backend.ctxPushCurrent(ctx);
-        }
-        call.getAsInt();
-        if (ctx != 0) {
-            backend.ctxPopCurrent(out);
-        }
     }
 
     public void close() {

@@ -55,7 +55,7 @@ final class ArrayHandler implements ArraysCalls {
                     CuResult.INVALID_VALUE);
             return -1;
         }
-        return session.vm.reserve(bytes, who(what)) ? bytes : -2;
+        return session.vm.reserve(bytes, who(what), session.out) ? bytes : -2;
     }
 
     @Override

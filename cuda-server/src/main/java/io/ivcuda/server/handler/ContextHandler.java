@@ -105,17 +105,8 @@ final class ContextHandler implements ContextCalls {
 
     @Override
     public int cuCtxSynchronize_v2(Reply r, long ctx) {
-        if (ctx == 0) {
-            return session.cuda.ctxSynchronize();
-        }
-        // the named context, whatever is current on this thread: push, wait, pop
-        int result = session.cuda.ctxPushCurrent(ctx);
-        if (result != CuResult.SUCCESS) {
-            return result;
-        }
-        result = session.cuda.ctxSynchronize();
-        int popped = session.cuda.ctxPopCurrent(session.out);
-        return result != CuResult.SUCCESS ? result : popped;
+        // the named context, whatever is current on this thread (0: the current one)
+        return session.vm.inContext().run(ctx, session.out, session.cuda::ctxSynchronize);
     }
 
     @Override

@@ -78,8 +78,10 @@ final class MemoryHandler implements MemoryCalls {
         }
         long dptr = session.out.address;
         long pitch = session.out.bytes;
-        session.vm.release(estimate);
-        session.vm.reserve(pitch * height, "ivc_mem_alloc_pitch");
+        // counted at its real size in place of the estimate, even where the driver's pitch is wider
+        // than the estimate's 512-byte rows and the quota is passed: the memory is held, and its free
+        // gives back exactly pitch x height
+        session.vm.release(estimate - pitch * height);
         session.owner().ranges().add(new DeviceRanges.Range(dptr, pitch * height, true, session.currentNativeContext()));
         r.set(0, dptr);
         r.set(1, pitch);
