@@ -6,7 +6,10 @@
 # compute-bound job (gpu/programs/share_job.c) runs:
 #   1. natively, alone, with the whole GPU (no MPS): the card's throughput;
 #   2. through the share-25 server alone: expected about 25 % of (1);
-#   3. through both servers at once, started at the same instant: expected throughputs 1:3.
+#   3. through both servers at once, started at the same instant: expected throughputs 1:3;
+#   4. the memory quota (QUOTA_MIB, 4096): gpu/programs/quota_view.c in VM a fills and holds its quota
+#      while VM b fills its own — each sees the quota as CUDA's and NVML's total, gets it, and meets
+#      CUDA_ERROR_OUT_OF_MEMORY at its end.
 # The job's grid is fixed (8 waves of resident blocks on the whole H200), so its rate follows the
 # SMs it gets. Prints a table (with the SM count each job's driver reported) and writes it to
 # $OUT/sharing.md. Exit 0 when the order holds with a margin of SHARE_TOLERANCE (0.5): VM a alone
@@ -14,11 +17,12 @@
 # least (1 - 0.5) x 3 times VM a's launches when both run. The margin is wide because what is
 # asserted is that MPS enforces a share at all (the first H200 run: 98 % and 1:1); how close the
 # figures come to 25 % and 1:3 (MPS provisions SMs in whole units, the pair shares the card's
-# clocks and power) is printed, within ±10 % or not, without failing the run.
-# The GPU's compute mode and MIG settings are never touched. About a minute with the defaults.
+# clocks and power) is printed, within ±10 % or not, without failing the run. And when both VMs'
+# quota_view say PASS. The GPU's compute mode and MIG settings are never touched. About a minute and
+# a half with the defaults.
 #
 #   gpu/sharing.sh             on the GPU machine
-# Settings: see gpu/lib.sh; JOB_SECONDS (default 5) per run; SHARE_A, SHARE_B (25, 75);
+# Settings: see gpu/lib.sh; JOB_SECONDS (default 5) per run; SHARE_A, SHARE_B (25, 75); QUOTA_MIB (4096);
 # SHARE_TOLERANCE (0.5); TOTAL_BUDGET_S (default 500); MPS_CONTROL (nvidia-cuda-mps-control on PATH).
 set -uo pipefail
 
@@ -73,7 +77,8 @@ log "ivcuda compute shares on the GPU, OUT=$OUT, BUILD_DIR=$BUILD_DIR, shares $S
 : >"$REPORT"
 build_kernels "$KERNELS" "$REPO_ROOT/gpu/kernels/share_burn.cu" || fail "building share_burn.cu failed"
 choose_libcuda_link
-build_programs "$REPO_ROOT/gpu/programs" "$BIN" "$REPO_ROOT/gpu/programs/share_job.c" || fail "building share_job failed"
+build_programs "$REPO_ROOT/gpu/programs" "$BIN" "$REPO_ROOT/gpu/programs/share_job.c" \
+    "$REPO_ROOT/gpu/programs/quota_view.c" || fail "building share_job and quota_view failed"
 setup_java || fail "no java"
 build_guest || fail "guest library not available"
 command -v "$MPS_CONTROL" >/dev/null 2>&1 || fail "$MPS_CONTROL not found (NVIDIA's MPS comes with the driver's utilities)"
@@ -173,6 +178,26 @@ pct() { awk -v x="$1" -v n="$NATIVE" 'BEGIN { printf "%.1f %%", 100 * x / n }'; 
     echo "  within $WANT_ALONE ± 10 %: $NEAR1"
     echo "- both at once: VM b finished $RATIO x VM a's launches: above $MIN_RATIO (b does more): $V2;"
     echo "  within $WANT_RATIO ± 10 %: $NEAR2 (started late by a $(late_of both-a) s, b $(late_of both-b) s)"
+} | tee -a "$REPORT"
+
+# (4) the memory quota (issue 15 acceptance): VM a fills its QUOTA_MIB quota in 64 MiB blocks and
+# holds it while VM b fills its own; each sees the quota as CUDA's and NVML's total and meets
+# CUDA_ERROR_OUT_OF_MEMORY at its end (gpu/programs/quota_view.c says PASS or why not)
+# shellcheck disable=SC2046
+env $(guest_env a) timeout 180 "$BIN/quota_view" "$QUOTA_MIB" 20 >"$OUT/logs/quota-a.out" 2>&1 &
+QA=$!
+for _ in $(seq 1 600); do grep -q "^holding" "$OUT/logs/quota-a.out" && break; kill -0 "$QA" 2>/dev/null || break; sleep 0.1; done
+# shellcheck disable=SC2046
+env $(guest_env b) timeout 180 "$BIN/quota_view" "$QUOTA_MIB" 0 >"$OUT/logs/quota-b.out" 2>&1
+wait "$QA"
+QUOTA_A=$(grep -m1 "^quota: " "$OUT/logs/quota-a.out" || echo "quota: FAIL no verdict (see logs/quota-a.out)")
+QUOTA_B=$(grep -m1 "^quota: " "$OUT/logs/quota-b.out" || echo "quota: FAIL no verdict (see logs/quota-b.out)")
+{
+    echo
+    echo "Memory quota ($QUOTA_MIB MiB each; VM b allocates while VM a holds all of its quota):"
+    echo
+    echo "- VM a: $(grep -m1 '^totals: ' "$OUT/logs/quota-a.out"); $(grep -m1 '^allocated ' "$OUT/logs/quota-a.out"): $QUOTA_A"
+    echo "- VM b: $(grep -m1 '^totals: ' "$OUT/logs/quota-b.out"); $(grep -m1 '^allocated ' "$OUT/logs/quota-b.out"): $QUOTA_B"
     echo "- the script took $(($(date +%s) - START_S)) s"
 } | tee -a "$REPORT"
-[ "$V1" = PASS ] && [ "$V2" = PASS ]
+[ "$V1" = PASS ] && [ "$V2" = PASS ] && [ "$QUOTA_A" = "quota: PASS" ] && [ "$QUOTA_B" = "quota: PASS" ]

@@ -350,7 +350,8 @@ server_pid=$(pgrep -f -- "--config /run/ivcuda/$uuid.properties")
 
 echo "== upgrade under a running tagged domain: its server keeps serving"
 provisioner_pid=$(cat /run/ivcuda/provisioner.pid)
-beat() { od -An -t u8 -j 32 -N 8 "$region" | tr -d ' '; }
+# the header as ivcuda-region-wait --show reads it (the layout is written down once: api/region.layout)
+beat() { "$repo/guest/target/ivcuda-region-wait" --show "$region" | sed -n 's/.* heartbeat=\([0-9]*\)$/\1/p'; }
 dpkg -i "$host_deb"
 [ "$(pgrep -f -- "--config /run/ivcuda/$uuid.properties")" = "$server_pid" ] || fail "the upgrade replaced or stopped the running server"
 before=$(beat); sleep 0.5
@@ -363,7 +364,8 @@ purged=$(apt-get purge -y -q ivcuda-host 2>&1) || { echo "$purged"; fail "purge"
 echo "$purged"
 grep -q "ivcuda: stopped the cuda-server of domain 'ivcuda-ti-run': the domain keeps running" <<<"$purged" \
     || fail "the purge does not say it stopped the running domain's server"
-[ "$(od -An -t u4 -j 24 -N 4 /dev/fd/3 | tr -d ' ')" = 3 ] || fail "the region's header does not say STOPPED: the guest was not told"
+"$repo/guest/target/ivcuda-region-wait" --show /dev/fd/3 | grep -q "^state=STOPPED " \
+    || fail "the region's header does not say STOPPED: the guest was not told"
 exec 3<&-
 [ "$(virsh -q -c "$URI" domstate ivcuda-ti-run)" = running ] || fail "the purge stopped the domain"
 ! virsh -q -c "$URI" dumpxml --inactive ivcuda-ti-run | grep -q "<shmem name='ivcuda-" || fail "the device stayed in the definition"

@@ -5,7 +5,6 @@
 #define IVCUDA_CUDA_H
 
 #include "ivc_cuda_types.h"
-#include "ivc_cuda_memory_types.h"
 
 #define cuDeviceTotalMem cuDeviceTotalMem_v2
 #define cuCtxCreate cuCtxCreate_v2

@@ -10,7 +10,8 @@
 #ifndef IVC_CUDA_MEMORY_TYPES_H
 #define IVC_CUDA_MEMORY_TYPES_H
 
-#include "ivc_cuda_types.h"
+/* CUresult, CUdeviceptr, CUstream, ...: this file is included from ivc_cuda_types.h, after them
+ * (including that header from here made the two include each other) */
 
 #ifdef __cplusplus
 #define IVC_STATIC_ASSERT(c, m) static_assert(c, m)

@@ -254,6 +254,7 @@ CUresult ivc_async(struct ivc_call *call)
     tail += total;
     ch->ring_tail = tail;
     ivc_store64(ch->base + IVC_CH_RING_TAIL, tail);
+    ivc_channel_mark_queued(ch, tail);
     ivc_channel_notify(ch);
     ivc_trace("%s (queued)", call->name);
     return CUDA_SUCCESS;

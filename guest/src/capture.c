@@ -181,3 +181,23 @@ IVC_EXPORT CUresult cuThreadExchangeStreamCaptureMode(int *mode)
     return r;
 }
 IVC_ALIASES_cuThreadExchangeStreamCaptureMode
+
+/* cuStreamIsCapturing of the default streams while no capture this process began runs: NONE,
+ * without the server. The runtimes ask it around most allocations and copies (PyTorch's
+ * transformer training: 5 round trips a step); no stream of a process captures unless the
+ * process began a capture, and the default streams are valid in any context. Another stream's
+ * handle may be stale, and a thread without a current context gets the driver's error: the server
+ * answers those. */
+CUresult ivc_local_cuStreamIsCapturing(CUstream hStream, int *captureStatus)
+{
+    if (hStream != NULL && hStream != CU_STREAM_LEGACY && hStream != CU_STREAM_PER_THREAD)
+        return IVC_NOT_LOCAL;
+    if (ivc_captures_running())
+        return IVC_NOT_LOCAL;
+    CUcontext current = NULL;
+    if (cuCtxGetCurrent(&current) != CUDA_SUCCESS || current == NULL)
+        return IVC_NOT_LOCAL;
+    *captureStatus = 0; /* CU_STREAM_CAPTURE_STATUS_NONE */
+    ivc_trace("cuStreamIsCapturing(%p) -> none (no capture runs in this process)", (void *)hStream);
+    return CUDA_SUCCESS;
+}

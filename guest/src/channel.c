@@ -25,6 +25,10 @@ static uint64_t token;
 static struct ivc_channel *channels; /* channel_count entries; in_use marks ours */
 static uint64_t process_heartbeat;
 static int heartbeat_running;
+/* One bit per channel of this process that has queued ring work since it was claimed: what
+ * the process's other threads order their calls after (ordering.c). Set by the owner thread
+ * only, cleared when the channel is given back (at rest: nothing queued is left). */
+static _Atomic uint64_t *queued_words;
 
 /* pid in the high half, a random non-zero nonce in the low half: a forked child or a
  * reused pid claims with a value of its own. */
@@ -84,7 +88,12 @@ static CUresult attach_locked(void)
     if (r != CUDA_SUCCESS)
         return r;
     channels = calloc(region.channel_count, sizeof *channels);
-    if (channels == NULL) {
+    queued_words = calloc((region.channel_count + 63) / 64, sizeof *queued_words);
+    if (channels == NULL || queued_words == NULL) {
+        free(channels);
+        free((void *)queued_words);
+        channels = NULL;
+        queued_words = NULL;
         ivc_region_close(&region);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -133,6 +142,7 @@ static void give_back_locked(struct ivc_channel *ch)
     uint64_t expected = ch->token;
     ch->in_use = 0;
     ch->spare = 0;
+    atomic_fetch_and_explicit(&queued_words[ch->index / 64], ~(1ULL << (ch->index % 64)), memory_order_relaxed);
     __atomic_compare_exchange_n((uint64_t *)(ch->base + IVC_CH_OWNER), &expected, 0, 0, __ATOMIC_ACQ_REL,
                                 __ATOMIC_ACQUIRE);
 }
@@ -165,6 +175,8 @@ static struct ivc_channel *claim_free_locked(void)
             ch->seq = ivc_load64(ch->base + IVC_CH_REQ_SEQ);
             ch->ring_tail = ivc_load64(ch->base + IVC_CH_RING_TAIL);
             ch->ring_head_seen = ivc_load64(ch->base + IVC_CH_RING_HEAD);
+            atomic_store_explicit(&ch->published_tail, ch->ring_tail, memory_order_relaxed);
+            atomic_store_explicit(&ch->drained_tail, ch->ring_tail, memory_order_release);
             ch->chunk = ivc_load64(ch->base + IVC_CH_GUEST_CHUNK);
             ivc_store32(ch->base + IVC_CH_OWNER_PID, (uint32_t)getpid());
             ivc_store64(ch->base + IVC_CH_OWNER_HEARTBEAT, process_heartbeat);
@@ -279,6 +291,44 @@ void ivc_channel_forget_process(void)
     if (channels != NULL)
         for (uint32_t i = 0; i < region.channel_count; i++)
             channels[i].in_use = channels[i].spare = 0;
+    if (queued_words != NULL)
+        for (uint32_t w = 0; w < (region.channel_count + 63) / 64; w++)
+            atomic_store_explicit(&queued_words[w], 0, memory_order_relaxed);
+}
+
+void ivc_channel_mark_queued(struct ivc_channel *ch, uint64_t tail)
+{
+    atomic_store_explicit(&ch->published_tail, tail, memory_order_release);
+    uint64_t bit = 1ULL << (ch->index % 64);
+    _Atomic uint64_t *word = &queued_words[ch->index / 64];
+    /* the bit stays set while the channel is held: one read-modify-write per claim, not per record */
+    if (!(atomic_load_explicit(word, memory_order_relaxed) & bit))
+        atomic_fetch_or_explicit(word, bit, memory_order_release);
+}
+
+int ivc_channel_for_each_queued(const struct ivc_channel *except, int (*fn)(struct ivc_channel *, void *),
+                                void *argument)
+{
+    if (!attached)
+        return 0;
+    for (uint32_t w = 0; w < (region.channel_count + 63) / 64; w++) {
+        uint64_t bits = atomic_load_explicit(&queued_words[w], memory_order_acquire);
+        if (except != NULL && except->index / 64 == w)
+            bits &= ~(1ULL << (except->index % 64));
+        while (bits != 0) {
+            uint32_t index = w * 64 + (uint32_t)__builtin_ctzll(bits);
+            bits &= bits - 1;
+            int stop = fn(&channels[index], argument);
+            if (stop != 0)
+                return stop;
+        }
+    }
+    return 0;
+}
+
+uint64_t ivc_channel_process_token(void)
+{
+    return token;
 }
 
 /* ---- the pool and the copy limits ---------------------------------------------------- */

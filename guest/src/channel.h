@@ -3,6 +3,7 @@
 #ifndef IVC_CHANNEL_H
 #define IVC_CHANNEL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,10 @@ struct ivc_channel {
     uint64_t ring_tail;      /* bytes ever written to the ring */
     uint64_t ring_head_seen; /* the server's ring_head as last read: space is known without a read */
     uint64_t chunk;          /* guest_chunk */
+    /* For the other threads of this process (ordering.c): ring_tail as last published by the
+     * owner thread, and a tail the server's ring_head has been seen at or past. */
+    _Atomic uint64_t published_tail;
+    _Atomic uint64_t drained_tail;
     int broken;              /* the server stopped answering on it: every call fails */
     int in_use;
     int spare;               /* kept by the process after its thread exited (its liveness, §7) */
@@ -59,6 +64,16 @@ int ivc_channel_any_in_use(void);
 void ivc_channel_release_all(void);
 /* In a forked child: the parent's channels stay the parent's; a new token for new claims. */
 void ivc_channel_forget_process(void);
+
+/* After the owner thread published a new ring_tail (call.c): makes the queued work visible to
+ * the process's other threads, which order their calls after it (ordering.c). */
+void ivc_channel_mark_queued(struct ivc_channel *channel, uint64_t tail);
+/* Calls fn(channel, argument) for every channel of this process that has queued ring work
+ * since it was claimed, but `except`; stops at and returns the first non-zero result. */
+int ivc_channel_for_each_queued(const struct ivc_channel *except, int (*fn)(struct ivc_channel *, void *),
+                                void *argument);
+/* This process's owner token (0 before it attached). */
+uint64_t ivc_channel_process_token(void);
 
 /* After publishing req_seq, ring_tail or guest_chunk: rings the doorbell if the server's
  * worker is parked. Store, then load server_parked: a full fence between (§8). Inline

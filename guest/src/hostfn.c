@@ -12,6 +12,7 @@
 #include "hostfn.h"
 #include "ivc_api.h"
 #include "log.h"
+#include "ordering.h"
 
 /* How long one ask waits on the server before asking again. */
 #define WAIT_MS 1000
@@ -37,6 +38,9 @@ static void run(uint32_t kind, uint64_t fn, uint64_t user_data, uint64_t stream,
 static void *host_thread(void *unused)
 {
     (void)unused;
+    /* the queued work another thread's call would wait for may be held up by this very thread:
+     * a stream stops at a host function until it has run here */
+    ivc_ordering_exempt_thread();
     uint64_t done = 0;
     for (;;) {
         uint64_t id = 0, fn = 0, user_data = 0, stream = 0;

@@ -13,6 +13,7 @@
 #include "interrupts.h"
 #include "ivc_api.h"
 #include "log.h"
+#include "ordering.h"
 #include "session.h"
 
 #define LIBRARY_VERSION "ivcuda-guest 0.1.0"
@@ -173,6 +174,12 @@ CUresult ivc_begin(struct ivc_call *call, uint32_t opcode, const char *name)
     if (ch->broken) {
         ivc_trace("%s -> %d (channel %u lost its server)", name, CUDA_ERROR_DEVICE_UNAVAILABLE, ch->index);
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
+    }
+    /* after what the process's other threads queued before this call (ordering.c) */
+    CUresult ordered = ivc_ordering_wait(ch);
+    if (ordered != CUDA_SUCCESS) {
+        ivc_trace("%s -> %d (waiting for other threads' queued work)", name, ordered);
+        return ordered;
     }
     ivc_call_on(call, ch, opcode, name);
     return CUDA_SUCCESS;

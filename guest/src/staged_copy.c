@@ -109,13 +109,18 @@ CUresult ivc_staged_copy(CUgraphNode *node, CUgraph graph, CUstream stream, cons
     return r;
 }
 
-int ivc_staged_capture_copy(CUstream stream, int to_host, CUdeviceptr device, void *host, size_t size,
-                            CUresult *result)
+int ivc_captures_running(void)
 {
     pthread_mutex_lock(&lock);
     int any = captures > 0;
     pthread_mutex_unlock(&lock);
-    if (!any)
+    return any;
+}
+
+int ivc_staged_capture_copy(CUstream stream, int to_host, CUdeviceptr device, void *host, size_t size,
+                            CUresult *result)
+{
+    if (!ivc_captures_running())
         return 0;
     int status = 0;
     if (cuStreamIsCapturing(stream, &status) != CUDA_SUCCESS || status != IVC_CAPTURE_ACTIVE)

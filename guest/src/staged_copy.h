@@ -15,6 +15,10 @@ CUresult ivc_staged_copy(CUgraphNode *node, CUgraph graph, CUstream stream, cons
 int ivc_staged_capture_copy(CUstream stream, int to_host, CUdeviceptr device, void *host, size_t size,
                             CUresult *result);
 
+/* Whether a capture this process began has not ended (failed ends and other doubts count as
+ * running: the callers then ask the server). */
+int ivc_captures_running(void);
+
 /* A capture began (cuStreamBeginCaptureToGraph; the generated begin calls have hooks). */
 void ivc_staged_capture_begun(CUresult r);
 

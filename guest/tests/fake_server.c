@@ -203,17 +203,35 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
     case IVC_OP_cuCtxSetCurrent:
         atomic_store(&fake.current_context, r_u64(in));
         return CUDA_SUCCESS;
+    case IVC_OP_cuKernelGetFunction: /* a kernel's function: the kernel's handle plus the current context's */
+        atomic_fetch_add(&fake.per_context_asks, 1);
+        w_u64(out, r_u64(in) + atomic_load(&fake.current_context));
+        return CUDA_SUCCESS;
+    case IVC_OP_cuCtxGetLimit: /* (limit): the limit's number times 10 */
+        atomic_fetch_add(&fake.per_context_asks, 1);
+        w_u64(out, r_u64(in) * 10);
+        return CUDA_SUCCESS;
     case IVC_OP_cuDeviceGet:
     case IVC_OP_cuCtxGetDevice:
     case IVC_OP_cuCtxGetDevice_v2:
         w_u64(out, 0);
         return CUDA_SUCCESS;
+    case IVC_OP_cuKernelGetAttribute:
+        atomic_fetch_add(&fake.kernel_attribute_gets, 1);
+        /* fall through */
     case IVC_OP_cuFuncGetAttribute:
-        /* every attribute: 1024 until set (MAX_THREADS_PER_BLOCK is what launches need) */
+        /* every attribute of every function: one value, 1024 until set (MAX_THREADS_PER_BLOCK is
+         * what launches need) */
         w_u64(out, (uint64_t)(atomic_load(&fake.attribute_value) + 1024));
         return CUDA_SUCCESS;
     case IVC_OP_cuFuncSetAttribute: { /* (hfunc, attrib, value) */
         r_u64(in);
+        r_u64(in);
+        atomic_store(&fake.attribute_value, (int)r_u64(in) - 1024);
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_cuKernelSetAttribute: { /* (attrib, val, kernel, dev) */
+        atomic_fetch_add(&fake.kernel_attribute_sets, 1);
         r_u64(in);
         atomic_store(&fake.attribute_value, (int)r_u64(in) - 1024);
         return CUDA_SUCCESS;
@@ -545,7 +563,15 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         atomic_store(&fake.output_read_pos, pos + (unsigned)n);
         return CUDA_SUCCESS;
     }
+    case IVC_OP_cuStreamIsCapturing: /* (stream) → ACTIVE while a capture this fake began runs */
+        atomic_fetch_add(&fake.is_capturing_asks, 1);
+        w_u64(out, (uint64_t)atomic_load(&fake.capturing));
+        return CUDA_SUCCESS;
+    case IVC_OP_cuStreamBeginCapture_v2:
+        atomic_store(&fake.capturing, 1);
+        return CUDA_SUCCESS;
     case IVC_OP_cuStreamEndCapture: /* the captured graph: the same handle every time */
+        atomic_store(&fake.capturing, 0);
         r_u64(in);
         w_u64(out, FAKE_CAPTURED_GRAPH);
         return CUDA_SUCCESS;

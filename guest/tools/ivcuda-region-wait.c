@@ -4,9 +4,15 @@
  * the header itself.
  *
  * usage: ivcuda-region-wait [--pid PID] REGION [TIMEOUT_SECONDS]     (default 60 s)
+ *        ivcuda-region-wait --show REGION
  *   --pid PID   give up as soon as process PID (the server) is gone
- * Exit status: 0 READY; 1 not READY in time (the last state seen and the server's message are
- * printed); 2 usage; 3 the process PID ended first.
+ *   --show      no wait: print what the header says now, one line
+ *               "state=READY epoch=N heartbeat=N" (state INIT, READY, STOPPING, STOPPED or its
+ *               number), for scripts that watch a server (its heartbeat, its STOPPED) without
+ *               reading the header themselves
+ * Exit status: 0 READY (--show: a header with the magic); 1 not READY in time (the last state
+ * seen and the server's message are printed; --show: no header with the magic); 2 usage; 3 the
+ * process PID ended first.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -79,12 +85,40 @@ static int ended(long pid)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: ivcuda-region-wait [--pid PID] REGION [TIMEOUT_SECONDS]\n");
+    fprintf(stderr, "usage: ivcuda-region-wait [--pid PID] REGION [TIMEOUT_SECONDS]\n"
+                    "       ivcuda-region-wait --show REGION\n");
     return 2;
+}
+
+/* --show: the header's state, epoch and heartbeat as they are now. */
+static int show(const char *path)
+{
+    static const char *const states[] = {[IVC_STATE_INIT] = "INIT", [IVC_STATE_READY] = "READY",
+                                         [IVC_STATE_STOPPING] = "STOPPING", [IVC_STATE_STOPPED] = "STOPPED"};
+    uint64_t magic = 0, heartbeat = 0;
+    uint32_t state = 0, epoch = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int whole = fd >= 0 && pread(fd, &magic, sizeof magic, IVC_HDR_MAGIC) == (ssize_t)sizeof magic &&
+                pread(fd, &state, sizeof state, IVC_HDR_SERVER_STATE) == (ssize_t)sizeof state &&
+                pread(fd, &epoch, sizeof epoch, IVC_HDR_EPOCH) == (ssize_t)sizeof epoch &&
+                pread(fd, &heartbeat, sizeof heartbeat, IVC_HDR_SERVER_HEARTBEAT) == (ssize_t)sizeof heartbeat;
+    if (fd >= 0)
+        close(fd);
+    if (!whole || magic != IVC_MAGIC) {
+        printf("region %s: %s\n", path, fd < 0 ? "file absent" : !whole ? "header too short" : "no magic");
+        return 1;
+    }
+    if (state < sizeof states / sizeof states[0] && states[state] != NULL)
+        printf("state=%s epoch=%u heartbeat=%llu\n", states[state], epoch, (unsigned long long)heartbeat);
+    else
+        printf("state=%u epoch=%u heartbeat=%llu\n", state, epoch, (unsigned long long)heartbeat);
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "--show") == 0)
+        return argc == 3 ? show(argv[2]) : usage();
     long pid = 0;
     int arg = 1;
     if (arg + 1 < argc && strcmp(argv[arg], "--pid") == 0) {

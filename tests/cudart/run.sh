@@ -18,23 +18,8 @@
 #
 # usage: tests/cudart/run.sh     (from the repository root, after mvn package)
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
-work=$(mktemp -d /tmp/ivcuda-cudart.XXXXXX)
-region=/dev/shm/ivcuda-cudart-$$
-server_pid=
-passed=0
-failed=0
-
-cleanup() {
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-    rm -f "$region"
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-pass() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/../harness.sh"
+harness_start cudart
 
 # name → nvcc of each toolkit present
 declare -A nvcc

@@ -8,21 +8,8 @@
 # Prints "integrity: N passed, M failed"; exits non-zero when M > 0. Needs user+PID namespaces
 # (root, or unprivileged user namespaces): without them it says so in one line and passes.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
-work=$(mktemp -d /tmp/ivcuda-integrity.XXXXXX)
-region=/dev/shm/ivcuda-integrity-$$
-server_pid=
-passed=0
-failed=0
-cleanup() {
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-    rm -f "$region"
-    [ -n "${KEEP:-}" ] && cp -r "$work" /tmp/integrity-kept; rm -rf "$work"
-}
-trap cleanup EXIT
-pass() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/../harness.sh"
+harness_start integrity
 
 oracle=$root/host-tools/target/ivcuda-integrity-oracle
 mock=$root/host-tools/target/mock/libcuda.so.1

@@ -7,23 +7,8 @@
 # usage: tests/xlang/run.sh            (from the repository root, after mvn package)
 # Prints "N passed, M failed" and exits non-zero when M > 0.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
-work=$(mktemp -d /tmp/ivcuda-xlang.XXXXXX)
-region=/dev/shm/ivcuda-xlang-$$
-server_pid=
-passed=0
-failed=0
-
-cleanup() {
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-    rm -f "$region"
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-pass() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/../harness.sh"
+harness_start xlang
 expect_ok() { # name, command...
     local name=$1; shift
     if out=$(timeout 300 "$@" 2>&1); then pass "$name"; else fail "$name: $(echo "$out" | tail -3)"; fi
@@ -35,6 +20,7 @@ gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/strided" tests/xlang/st
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/arrays" tests/xlang/arrays.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/streams" tests/xlang/streams.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/vmm" tests/xlang/vmm.c -Lguest/target -lcuda || exit 1
+gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/ordering" tests/xlang/ordering.c -Lguest/target -lcuda || exit 1
 # the one wait for READY (guest/tools/ivcuda-region-wait.c, built with the guest library)
 region_wait=guest/target/ivcuda-region-wait
 
@@ -43,6 +29,11 @@ region_wait=guest/target/ivcuda-region-wait
 start_host_memory_server "$region" "$work/server.log" --set region.size=1073741824 \
     --set owner.timeout.ms=1500 --set domain.name=xlang-test || exit 1
 export IVCUDA_REGION=$region LD_LIBRARY_PATH=$root/guest/target
+# the server's heartbeat moves (ivcuda-region-wait --show reads the header for scripts)
+beat() { "$region_wait" --show "$region" | sed -n 's/.* heartbeat=\([0-9]*\)$/\1/p'; }
+first_beat=$(beat); sleep 0.6
+if [ -n "$first_beat" ] && [ "$(beat)" -gt "$first_beat" ]; then pass "the server's heartbeat moves"; else
+    fail "the server's heartbeat: $first_beat, then $(beat)"; fi
 
 # Sizes from 1 byte to 256 MiB, through every copy path, odd sizes included.
 for n in 1 7 4096 65536 100003 1048576 16777215 268435456; do
@@ -76,6 +67,8 @@ expect_ok "killed process's 64 MiB reclaimed" "$work/xfer" free-equals "$baselin
 
 # Host functions and stream callbacks run in the guest process, in stream order (docs/graphs.md).
 expect_ok "host functions, stream queries, stream memory operations" "$work/streams"
+# a thread's queued work is in the stream before another thread it told calls (protocol §6)
+expect_ok "order between threads" "$work/ordering"
 
 # A hostile guest: malformed requests get errors, the server keeps serving.
 expect_ok "hostile guest" "$work/hostile" "$region"
@@ -93,10 +86,60 @@ else
     esac
 fi
 
+# The guest NVML end to end (docs/sharing.md): ivcuda-smi through the guest's libnvidia-ml.so.1 and
+# libcuda's transport to a real server process whose backend answers the host's NVML with a
+# stand-in (test only: NvmlStandInServer in cuda-server's test classes). What is checked is the
+# server's and the library's own work — the device found, the VM's quota as its memory, the VM's
+# process that holds memory with its pid and bytes — not NVML's figures.
+nvml_region=/dev/shm/ivcuda-xlang-nvml-$$
+if [ ! -f cuda-server/target/test-classes/io/ivcuda/server/NvmlStandInServer.class ]; then
+    echo "skip guest NVML end to end: cuda-server's test classes are not built (mvn test-compile -pl cuda-server)"
+else
+    # (the jar's manifest opens jdk.internal.misc to Agrona; on a class path it is said here)
+    java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \
+        -cp cuda-server/target/test-classes:cuda-server/target/cuda-server.jar io.ivcuda.server.NvmlStandInServer \
+        region.path="$nvml_region" region.size=67108864 memory.quota=268435456 domain.name=xlang-nvml \
+        >"$work/nvml-server.log" 2>&1 &
+    nvml_pid=$!
+    if "$region_wait" --pid "$nvml_pid" "$nvml_region" 30 >/dev/null; then
+        IVCUDA_REGION=$nvml_region "$work/xfer" hold 67108864 >"$work/nvml-hold.out" 2>&1 &
+        nvml_hold=$!
+        for _ in $(seq 50); do grep -q held "$work/nvml-hold.out" && break; sleep 0.1; done
+        out=$(IVCUDA_REGION=$nvml_region timeout 60 guest/target/ivcuda-smi 2>&1)
+        smi_status=$?
+        if [ "$smi_status" = 0 ] && grep -q "stand-in NVML device" <<<"$out" && grep -q "  64MiB / 256MiB  " <<<"$out" \
+            && grep -Eq "^\| +$nvml_hold +64MiB +\|$" <<<"$out"; then
+            pass "guest NVML through a real server: the device, the quota as memory, this VM's process"
+        else
+            fail "guest NVML through a real server (exit $smi_status): $out"
+        fi
+        kill -9 "$nvml_hold" 2>/dev/null
+        wait "$nvml_hold" 2>/dev/null
+    else
+        fail "NVML stand-in server not READY: $(tail -3 "$work/nvml-server.log")"
+    fi
+    kill "$nvml_pid" 2>/dev/null
+    wait "$nvml_pid" 2>/dev/null
+fi
+rm -f "$nvml_region"
+
+# A compute share MPS does not enforce (the host-memory backend has no GPU, so no MPS) is refused
+# at start: exit 4 and the reason first (docs/sharing.md), which the hook shows as the start error.
+share_out=$(java -jar cuda-server/target/cuda-server.jar --set region.path=/dev/shm/ivcuda-xlang-share-$$ \
+    --set backend=host-memory --set compute.share=30 2>&1)
+share_status=$?
+if [ "$share_status" = 4 ] && [ "$(echo "$share_out" | head -1 | cut -c1-54)" = "ivcuda-server: compute share 30 % cannot be enforced: " ]; then
+    pass "a compute share without MPS is refused (exit 4, the reason first)"
+else
+    fail "a compute share without MPS: exit $share_status, $(echo "$share_out" | head -2)"
+fi
+rm -f /dev/shm/ivcuda-xlang-share-$$
+
 # Metrics (docs/sharing.md, issue 15): a second server as the hook would leave one — its instance
-# configuration in a runtime directory, its pidfile beside it — serves a known workload; then
-# `ivshmem-provisioner metrics --output` (what node_exporter's textfile collector reads) asks it for
-# its figures, and the Prometheus client's own parser (python3-prometheus-client) reads the file.
+# configuration in a runtime directory, its pidfile beside it; a share of 25 % that it runs
+# unshared (mps.unavailable=unshared) — serves a known workload; then `ivshmem-provisioner metrics
+# --output` (what node_exporter's textfile collector reads) asks it for its figures, and the
+# Prometheus client's own parser (python3-prometheus-client) reads the file.
 metrics_uuid=5e1f0000-0000-4000-8000-00000000a11c
 metrics_region=/dev/shm/ivcuda-xlang-metrics-$$
 mkdir -p "$work/run"
@@ -108,6 +151,8 @@ pidfile=$work/run/$metrics_uuid.pid
 domain.name=xlang-metrics
 domain.uuid=$metrics_uuid
 memory.quota=33554432
+compute.share=25
+mps.unavailable=unshared
 EOF
 printf 'runtime.dir=%s\nlog.dir=%s\n' "$work/run" "$work" >"$work/host.properties"
 prometheus_python=
@@ -135,7 +180,7 @@ else
                 "ivcuda_calls_total{$vm,function=\"ivc_mem_alloc\"}=3" "ivcuda_call_errors_total{$vm,function=\"ivc_mem_alloc\"}=0" \
                 "ivcuda_gpu_memory_held_bytes{$vm}=1048576" "ivcuda_gpu_memory_quota_bytes{$vm}=33554432" \
                 "ivcuda_guest_processes{$vm}=1" "ivcuda_process_gpu_memory_held_bytes{$vm}=1048576" \
-                "ivcuda_compute_share_percent{$vm,state=\"whole-gpu\"}=100" "ivcuda_busy_seconds_total{$vm}>0" 2>&1); then
+                "ivcuda_compute_share_percent{$vm,state=\"unshared\"}=25" "ivcuda_busy_seconds_total{$vm}>0" 2>&1); then
             pass "metrics: ivshmem-provisioner metrics read by the Prometheus client's parser"
         else
             fail "metrics: $(cat "$work/metrics.out") $(echo "$out" | tail -5)"
@@ -174,6 +219,12 @@ fi
 for _ in $(seq 100); do kill -0 $doorbell_pid 2>/dev/null || break; sleep 0.1; done
 if ! kill -0 $doorbell_pid 2>/dev/null && wait $doorbell_pid; then pass "doorbell server exited 0 after its peer left"; else
     fail "doorbell server after its peer left: $(tail -3 "$work/doorbell.log")"; kill $doorbell_pid 2>/dev/null; fi
+# and its header says so (what a guest that still maps the region is told)
+if out=$("$region_wait" --show "$doorbell_region") && [ "${out%% *}" = state=STOPPED ]; then
+    pass "the stopped server's header says STOPPED"
+else
+    fail "the stopped server's header: $out"
+fi
 rm -f "$doorbell_region"
 
 if [ $failed -gt 0 ]; then

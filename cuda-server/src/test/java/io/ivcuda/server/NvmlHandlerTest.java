@@ -42,7 +42,13 @@ class NvmlHandlerTest extends HostMemoryGuestCase {
 
         @Override
         public int nvmlString(int what, long dst, int capacity) {
-            String s = what == NvmlQuery.NAME ? "stand-in NVML device" : "GPU-00000000-1111-2222-3333-444444444444";
+            String s = switch (what) {
+                case NvmlQuery.DRIVER_VERSION -> "580.00";
+                case NvmlQuery.NVML_VERSION -> "13.580.00";
+                case NvmlQuery.NAME -> "stand-in NVML device";
+                case NvmlQuery.PCI_BUS_ID -> "00000000:00:00.0";
+                default -> "GPU-00000000-1111-2222-3333-444444444444";
+            };
             byte[] b = s.getBytes(StandardCharsets.US_ASCII);
             if (b.length + 1 > capacity) {
                 return NvmlResult.INSUFFICIENT_SIZE;

@@ -13,7 +13,6 @@ import io.ivcuda.server.core.Libraries;
 import io.ivcuda.server.gen.LibraryCalls;
 import io.ivcuda.server.gen.Reply;
 import java.nio.ByteOrder;
-import java.util.function.LongUnaryOperator;
 import org.agrona.DirectBuffer;
 import org.agrona.UnsafeApi;
 
@@ -185,7 +184,8 @@ final class LibraryHandler implements LibraryCalls {
         if (result != CuResult.SUCCESS) {
             return result;
         }
-        return enumerated(r, session.out.value & 0xffffffffL, first, "kernels of the library", "numKernels",
+        return EnumeratedHandles.answer(session, r, session.out.value & 0xffffffffL, first, "kernels of the library",
+                "numKernels",
                 (dst, count) -> session.cuda.libraryEnumerateKernels(dst, count, lib), kernel -> {
                     session.vm.libraries().kernel(kernel, lib);
                     return handleFor(KIND_FUNCTION, kernel, lib);
@@ -210,50 +210,10 @@ final class LibraryHandler implements LibraryCalls {
         if (result != CuResult.SUCCESS) {
             return result;
         }
-        return enumerated(r, session.out.value & 0xffffffffL, first, "functions of the module", "numFunctions",
+        return EnumeratedHandles.answer(session, r, session.out.value & 0xffffffffL, first, "functions of the module",
+                "numFunctions",
                 (dst, count) -> session.cuda.moduleEnumerateFunctions(dst, count, mod),
                 function -> handleFor(KIND_FUNCTION, function, mod));
-    }
-
-    /** The driver's enumeration of all {@code count} objects, written at {@code dst}. */
-    private interface DriverEnumeration {
-        int write(long dst, int count);
-    }
-
-    /**
-     * Answers objects {@code first}.. of the {@code total} the driver enumerates, each as the caller's
-     * handle, as many as the outbuf holds; the driver is asked for all of them (total is its count).
-     */
-    private int enumerated(Reply r, long total, int first, String what, String capacityParam, DriverEnumeration all,
-                           LongUnaryOperator handleOf) {
-        long from = first & 0xffffffffL;
-        if (from > total) {
-            return session.refuse("first", from + " is past the " + total + " " + what, CuResult.INVALID_VALUE);
-        }
-        int n = (int) Math.min(total - from, r.outbufCapacity() / 8);
-        if (total == 0) {
-            r.outbufLength(0);
-            return CuResult.SUCCESS;
-        }
-        long natives = UnsafeApi.allocateMemory(8 * total);
-        try {
-            int result = all.write(natives, (int) total);
-            if (result != CuResult.SUCCESS) {
-                return result;
-            }
-            for (int i = 0; i < n; i++) {
-                if (!session.vm.handles().canMint(session.token())) {
-                    return session.refuse(capacityParam, "the process holds as many handles as the server's limits allow",
-                            CuResult.OUT_OF_MEMORY);
-                }
-                long nativeObject = UnsafeApi.getLong(natives + 8 * (from + i));
-                r.buffer().putLong(r.outbufIndex() + 8 * i, handleOf.applyAsLong(nativeObject), ByteOrder.LITTLE_ENDIAN);
-            }
-        } finally {
-            UnsafeApi.freeMemory(natives);
-        }
-        r.outbufLength(8 * n);
-        return CuResult.SUCCESS;
     }
 
     /** Refuses a function handle that is not a CUkernel where one is required. */
