@@ -406,19 +406,26 @@ final class StatusReport {
             return null;
         }
         try {
-            List<String> lines = Files.readAllLines(paths.serverLog(), StandardCharsets.UTF_8);
-            String last = null;
-            for (String line : lines) {
-                if (line.startsWith("--- ")) {
-                    last = null; // a new start
-                } else if (line.contains(" ERROR ")) {
-                    last = line;
-                }
-            }
-            return last;
+            return lastErrorSinceStart(Files.readAllLines(paths.serverLog(), StandardCharsets.UTF_8));
         } catch (IOException | RuntimeException e) {
             return null;
         }
+    }
+
+    /**
+     * The last ERROR line of a server log after its last start line ({@code --- TIME starting: …}, which the
+     * hook writes before each start): an error of an earlier start is not this run's.
+     */
+    static String lastErrorSinceStart(List<String> lines) {
+        String last = null;
+        for (String line : lines) {
+            if (line.startsWith("--- ")) {
+                last = null; // a new start
+            } else if (line.contains(" ERROR ")) {
+                last = line;
+            }
+        }
+        return last;
     }
 
     /** The hook installed and seen by libvirtd, the provisioner daemon running. */
