@@ -82,6 +82,7 @@ vm_guest() {
     rm -rf "$stage" "$image"
     mkdir -p "$OUT/logs" "$stage/tests" "$stage/corpus"
     local -A lib_dirs=() libs=() extra_files=()
+    local sample_files=()
     local names=()
     for p in "$@"; do
         k=$((k + 1))
@@ -105,11 +106,14 @@ vm_guest() {
         done < <(ldd "$bld/$s" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
         local args=()
         read -r -a args <<<"${SAMPLE_ARGS[$s]:-}"
-        printf '#!/bin/sh\n# %s (gpu/apps-vm.sh)\nexport LD_LIBRARY_PATH=/usr/lib/ivcuda%s\nexec /usr/bin/ivcuda-budget-run /corpus/%s ./%s%s\n' \
-            "$p" "$(printf ':%s' "${!lib_dirs[@]}")" "$p" "$s" "${args[*]:+$(printf ' %q' "${args[@]}")}" >"$stage/tests/$name"
+        # at its build directory's path and run as natively (from there, by that path): samples print
+        # their argv[0], and the H200 run of 22:13 UTC differed in that line alone where it was ./name
+        printf '#!/bin/sh\n# %s (gpu/apps-vm.sh)\nexport LD_LIBRARY_PATH=/usr/lib/ivcuda%s\nexec /usr/bin/ivcuda-budget-run %q %q%s\n' \
+            "$p" "$(printf ':%s' "${!lib_dirs[@]}")" "$bld" "$bld/$s" "${args[*]:+$(printf ' %q' "${args[@]}")}" >"$stage/tests/$name"
+        sample_files+=(--files "$stage/corpus/$p=$bld")
         chmod +x "$stage/tests/$name"
     done
-    local files=(--files "$stage/corpus=/corpus" --files "$REPO/vm/budget-run.sh=/usr/bin/ivcuda-budget-run")
+    local files=("${sample_files[@]}" --files "$REPO/vm/budget-run.sh=/usr/bin/ivcuda-budget-run")
     local f
     for f in "${!extra_files[@]}"; do files+=(--files "$f=$f"); done
     local compress=$VM_INITRD_COMPRESS initrd=$image/initramfs.cpio
