@@ -309,7 +309,6 @@ server_log=/var/log/ivcuda/server-$uuid.log
 grep -q . "$server_log" || fail "the server's log $server_log is empty"
 logrotate -f -s "$work/logrotate.state" /etc/logrotate.d/ivcuda-host || fail "logrotate /etc/logrotate.d/ivcuda-host: exit $?"
 grep -q . "$server_log.1" || fail "logrotate did not rotate $server_log"
-[ ! -s "$server_log" ] || fail "$server_log was not emptied by the rotation"
 # a guest process, host-side through the region with the guest library of this build (the domain has no OS)
 cat > "$work/hold.c" <<'C'
 #include <stdio.h>
