@@ -9,7 +9,7 @@
 # samples' build directories without CMake's files (the data files the samples look for beside their
 # binary or in their working directory: .pgm, .dat, .mtx, .ptx, .fatbin, NVRTC's headers), the
 # libraries ldd names for them (libstdc++, libcudart.so.13 for the shared builds, cuBLAS, cuFFT...)
-# and NVRTC's builtins library, which libnvrtc opens by name. Inside, vm/budget-run.sh runs each
+# and NVRTC's builtins library, which libnvrtc opens by name, in an uncompressed initramfs. Inside, vm/budget-run.sh runs each
 # sample from its directory with the per-program timeout and no program starting after the guest's
 # deadline; stdout, stderr and the exit status come back on the serial console and land in
 # runs/<program>/vm.{out,err,rc,wall}, where the report compares them with native like any mode.
@@ -21,6 +21,9 @@
 #   VM_CPUS               vCPUs per guest [2]
 #   VM_MEMORY_MB          per guest [2048 + three times its image, unpacked]
 #   VM_PROGRAM_TIMEOUT_S  per program inside a guest [60]
+#   VM_INITRD_COMPRESS    none, zstd or gzip [none: with cuBLAS, cuFFT, cuSOLVER... an image is ~2 GB,
+#                         and on the dev machine a 1.9 GB image booted under TCG in 50 s uncompressed,
+#                         60 s from zstd (638 MB); gzip is slower still, and zstd may be missing]
 #   VM_RESERVE_S          seconds at the end of TOTAL_BUDGET_S that builds and native runs leave to
 #                         the guests [240]
 #   IVCUDA_VM_CARRY       QEMU and the guest's kernel and busybox [.vmcarry] (vm/prepare-gpu-carry.sh)
@@ -30,6 +33,7 @@ VM_COUNT=${VM_COUNT:-4}
 VM_CPUS=${VM_CPUS:-2}
 VM_PROGRAM_TIMEOUT_S=${VM_PROGRAM_TIMEOUT_S:-60}
 VM_RESERVE_S=${VM_RESERVE_S:-240}
+VM_INITRD_COMPRESS=${VM_INITRD_COMPRESS:-none}
 VM_MEMORY_GIVEN=${VM_MEMORY_MB:-}
 # shellcheck source=vm/qemu.sh
 . "$REPO/vm/qemu.sh"
@@ -78,6 +82,7 @@ vm_guest() {
     rm -rf "$stage" "$image"
     mkdir -p "$OUT/logs" "$stage/tests" "$stage/corpus"
     local -A lib_dirs=() libs=() extra_files=()
+    local sample_files=()
     local names=()
     for p in "$@"; do
         k=$((k + 1))
@@ -101,15 +106,18 @@ vm_guest() {
         done < <(ldd "$bld/$s" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
         local args=()
         read -r -a args <<<"${SAMPLE_ARGS[$s]:-}"
-        printf '#!/bin/sh\n# %s (gpu/apps-vm.sh)\nexport LD_LIBRARY_PATH=/usr/lib/ivcuda%s\nexec /usr/bin/ivcuda-budget-run /corpus/%s ./%s%s\n' \
-            "$p" "$(printf ':%s' "${!lib_dirs[@]}")" "$p" "$s" "${args[*]:+$(printf ' %q' "${args[@]}")}" >"$stage/tests/$name"
+        # at its build directory's path and run as natively (from there, by that path): samples print
+        # their argv[0], and the H200 run of 22:13 UTC differed in that line alone where it was ./name
+        printf '#!/bin/sh\n# %s (gpu/apps-vm.sh)\nexport LD_LIBRARY_PATH=/usr/lib/ivcuda%s\nexec /usr/bin/ivcuda-budget-run %q %q%s\n' \
+            "$p" "$(printf ':%s' "${!lib_dirs[@]}")" "$bld" "$bld/$s" "${args[*]:+$(printf ' %q' "${args[@]}")}" >"$stage/tests/$name"
+        sample_files+=(--files "$stage/corpus/$p=$bld")
         chmod +x "$stage/tests/$name"
     done
-    local files=(--files "$stage/corpus=/corpus" --files "$REPO/vm/budget-run.sh=/usr/bin/ivcuda-budget-run")
+    local files=("${sample_files[@]}" --files "$REPO/vm/budget-run.sh=/usr/bin/ivcuda-budget-run")
     local f
     for f in "${!extra_files[@]}"; do files+=(--files "$f=$f"); done
-    local compress=none initrd=$image/initramfs.cpio
-    command -v zstd >/dev/null 2>&1 && { compress=zstd; initrd=$image/initramfs.cpio.zst; }
+    local compress=$VM_INITRD_COMPRESS initrd=$image/initramfs.cpio
+    case "$compress" in zstd) initrd+=.zst ;; gzip) initrd+=.gz ;; esac
     [ -d "$CARRY/guest-base" ] && export IVCUDA_VM_BASE=$CARRY/guest-base
     local fail_all=""
     if ! timeout "$(bounded_timeout 240)" "$REPO/vm/build-guest.sh" --compress "$compress" "${files[@]}" \
@@ -137,15 +145,55 @@ vm_guest() {
             boot_vm "$limit" "$image" "$initrd" "$console" "ivcuda.deadline=$((limit - 25))" \
                 "ivcuda.timeout=$VM_PROGRAM_TIMEOUT_S"
             stop_server
-            grep -q "^ivshmem device at" <(tr -d '\r' <"$console") || log "vm $idx: the guest saw no ivshmem device"
         fi
     fi
     k=0
+    local ran=0 skipped=0
     for p in "$@"; do
         name=${names[$k]}
         k=$((k + 1))
         vm_result "$p" "$name" "$console" "$fail_all"
+        case "$(cat "$WORK/runs/$p/vm.rc")" in
+            [0-9]*) ran=$((ran + 1)) ;;
+            skipped*) skipped=$((skipped + 1)) ;;
+        esac
     done
+    # one line for the report (written by the main shell, which has none of this guest's variables)
+    if [ -n "$fail_all" ]; then
+        echo "| $idx | $# | - | - | - | $fail_all |"
+    else
+        echo "| $idx | $# | $(du -h "$initrd" | cut -f1) ($compress), $VM_MEMORY_MB MiB | ${VM_WALL_TOTAL:--} s, QEMU status ${QEMU_RC:--} | $ran ran, $skipped skipped (time budget) | $(vm_guest_notes "$console") |"
+    fi >"$WORK/vm/$idx/report-row"
+}
+
+vm_guest_notes() { # what went wrong with a guest as a whole, from its console
+    local notes=()
+    grep -q IVCUDA-GUEST-UP "$1" 2>/dev/null || notes+=("its init never started")
+    grep -q "^ivshmem device at" <(tr -d '\r' <"$1" 2>/dev/null) || notes+=("no ivshmem device seen")
+    grep -q IVCUDA-GUEST-DONE "$1" 2>/dev/null || notes+=("did not finish: stopped by the host")
+    local IFS=';'
+    echo "${notes[*]}"
+}
+
+# The report's part on the guests (called by write_report when the vm mode ran).
+vm_report() {
+    compgen -G "$WORK/vm/*/report-row" >/dev/null || return 0
+    local runs equal skipped
+    runs=$(cat "$WORK"/runs/*.{static,shared}/vm.rc 2>/dev/null | wc -l)
+    equal=$(awk -F'\t' '$1 !~ /^torch\./ && $2 == "yes"' "$WORK/equal.tsv" 2>/dev/null | wc -l)
+    skipped=$(grep -l "^skipped (time budget" "$WORK"/runs/*.{static,shared}/vm.rc 2>/dev/null | wc -l)
+    echo "## The guests (vm mode)"
+    echo
+    echo "$equal of $runs corpus runs in the VM equal to native; $skipped not run for the time budget."
+    echo
+    echo "QEMU under $ACCEL, $VM_CPUS vCPUs each, at most ${VM_PROGRAM_TIMEOUT_S}s per program; the samples"
+    echo "fastest native run first, dealt round-robin; wall times in the VM are measured by the guest and"
+    echo "include software emulation of its CPU. Logs: \`logs.tar.xz\` \`vm/<guest>/logs/\`."
+    echo
+    echo "| guest | programs | initrd, memory | QEMU | programs run | notes |"
+    echo "|---|---|---|---|---|---|"
+    cat "$WORK"/vm/*/report-row
+    echo
 }
 
 # vm_result <program> <console name> <console> <why none ran>: runs/<program>/vm.{out,err,rc,wall}.

@@ -772,6 +772,7 @@ write_report() {
         table "${torch_progs[@]}"
         echo
         bisect_report
+        has_mode vm && vm_report
         if [ "${#PROBLEMS[@]}" -gt 0 ]; then
             echo "## Problems of the run itself"
             echo

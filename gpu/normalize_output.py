@@ -5,7 +5,7 @@ ivcuda: the output with measurements taken out. On a line that reports a measure
 becomes '#'; long hexadecimal addresses become 0x#; carriage returns and trailing blanks
 go; lines starting `time:`/`info:` (our own programs' convention) are dropped.
 
-usage: normalize_output.py [--mask floats|numbers|within:LO:HI|sorted] FILE   (the result on stdout)
+usage: normalize_output.py [--mask floats|numbers|within:LO:HI|sorted|uname] FILE   (the result on stdout)
        normalize_output.py [--mask ...] --write FILE...  (each X.out to X.norm, X to X.norm)
        normalize_output.py --self-test
   --mask floats        also every number with a decimal point, on every line (a sample that
@@ -17,7 +17,10 @@ usage: normalize_output.py [--mask floats|numbers|within:LO:HI|sorted] FILE   (t
                        so a wrong result still differs. gpu/corpus-samples.txt says why each
                        sample that has one has its range.
   --mask sorted        the lines sorted: a sample whose kernels print from many threads, whose
-                       order of arrival CUDA leaves open; every line must still be there."""
+                       order of arrival CUDA leaves open; every line must still be there.
+  --mask uname         on a line that starts with OS, what follows its first '=' or ':' becomes '#':
+                       a sample that prints the running kernel's release and version (uname), which
+                       inside a VM are the guest kernel's, not the host's."""
 
 import argparse
 import re
@@ -35,6 +38,7 @@ NON_FINITE = r"|[-+]?\b(?:inf|nan)\b"
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?" + NON_FINITE, re.IGNORECASE)
 FLOAT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+" + NON_FINITE, re.IGNORECASE)
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+UNAME = re.compile(r"^(OS[^=:]*[=:]).*$")
 
 
 def within(mask):
@@ -50,6 +54,8 @@ def normalize(line, mask):
     if line.startswith(("time:", "info:")):
         return None
     line = ADDRESS.sub("0x#", line)
+    if mask == "uname":
+        line = UNAME.sub(r"\1 #", line)
     if mask == "numbers" or MEASUREMENT.search(line):
         return NUMBER.sub("#", line)
     if mask == "floats":
@@ -61,12 +67,12 @@ def normalize(line, mask):
 
 
 def mask_arg(value):
-    if value in ("floats", "numbers", "sorted"):
+    if value in ("floats", "numbers", "sorted", "uname"):
         return value
     try:
         lo, hi = within(value)
     except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"{value!r} is not floats, numbers, sorted or within:LO:HI")
+        raise argparse.ArgumentTypeError(f"{value!r} is not floats, numbers, sorted, uname or within:LO:HI")
     if lo > hi:
         raise argparse.ArgumentTypeError(f"{value!r}: LO is above HI")
     return value
@@ -87,6 +93,11 @@ def self_test():
         ("20, 1, 0, 0.012, inf, 3.5, nan", "numbers", "#, #, #, #, #, #, #"),
         ("no information lost", "numbers", "no information lost"),
         ("20, 1, 0, 0.012, inf, 3.5", "floats", "20, 1, 0, #, #, #"),
+        ("OS_System_Type.release = 6.8.0-45-generic", "uname", "OS_System_Type.release = #"),
+        ("OS Info: <#1 SMP PREEMPT_DYNAMIC Debian 6.1.158-1 (2025-11-09)>", "uname", "OS Info: #"),
+        ("simpleAssert starting...", "uname", "simpleAssert starting..."),
+        ("Device assert failed as expected, CUDA error message is: device-side assert triggered", "uname",
+         "Device assert failed as expected, CUDA error message is: device-side assert triggered"),
     ]
     import tempfile
     with tempfile.NamedTemporaryFile("w", suffix=".out") as f:
