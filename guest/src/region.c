@@ -15,6 +15,7 @@
 #include "ivc_internal.h"
 #include "log.h"
 #include "region.h"
+#include "restart.h"
 
 #define CHECK(condition, ...)                                  \
     do {                                                       \
@@ -251,6 +252,8 @@ CUresult ivc_region_open(struct ivc_region *region)
         ivc_log("%s", message);
         return CUDA_ERROR_NOT_INITIALIZED;
     }
+    /* a server starting, or replacing its CUDA process after a fatal fault: wait for READY (§7) */
+    ivc_server_wait_ready(region->base, region->size);
     if (!ivc_region_check(region->base, region->size, message, sizeof message)) {
         ivc_log("region %s: %s", region->path, message);
         ivc_region_close(region);
