@@ -170,9 +170,9 @@ final class StatusFile {
 
     static final String REFUSALS = "refusals";
     /** How many times the server replaced its CUDA process after a fatal GPU fault (docs/operations.md). */
-    static final String RECOVERIES = "recoveries";
+    static final String RECOVERIES = io.ivcuda.common.metrics.VmFigures.RECOVERIES;
     /** Present while a fatal GPU fault poisons the VM: the faulting pid, function and result. */
-    static final String FATAL_FAULT = "fatal.fault";
+    static final String FATAL_FAULT = io.ivcuda.common.metrics.VmFigures.FATAL_FAULT;
     /** {@code whole-gpu}, {@code mps} (enforced) or {@code unshared} (ComputeShare.State). */
     static final String SHARE_STATE = "compute.share.state";
     /** Why MPS does not enforce the share, when it does not. */

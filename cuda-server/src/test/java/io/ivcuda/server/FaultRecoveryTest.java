@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ivcuda.common.metrics.VmFigures;
 import io.ivcuda.server.FakeGuest.Channel;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.HostMemoryBackend;
@@ -68,6 +69,9 @@ class FaultRecoveryTest extends HostMemoryGuestCase {
         Properties status = status();
         assertTrue(status.getProperty(StatusFile.FATAL_FAULT, "").contains("CUDA_ERROR_ILLEGAL_ADDRESS"), status.toString());
         assertEquals("0", status.getProperty(StatusFile.RECOVERIES));
+        VmFigures figures = VmFigures.read(status, "vm", "");
+        assertTrue(figures.fatalFault(), "the metrics' ivcuda_fatal_fault is 1");
+        assertEquals(0, figures.recoveries());
 
         // a newcomer gets no session in the poisoned process: told to retry
         Channel b = guest.claim(1, NEXT);

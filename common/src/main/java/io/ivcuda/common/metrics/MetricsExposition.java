@@ -41,6 +41,10 @@ public final class MetricsExposition {
         GaugeSnapshot.Builder share = gauge("ivcuda_compute_share_percent",
                 "the VM's compute share: percent of the GPU's SMs; state mps (enforced), unshared (not enforced) or whole-gpu");
         GaugeSnapshot.Builder processes = gauge("ivcuda_guest_processes", "guest processes the server holds CUDA state for");
+        CounterSnapshot.Builder recoveries = counter("ivcuda_server_recoveries",
+                "times the server replaced its CUDA process after a fatal GPU fault of a guest process");
+        GaugeSnapshot.Builder fatal = gauge("ivcuda_fatal_fault",
+                "1 while a fatal GPU fault of a guest process poisons the VM (new processes wait), else 0");
         for (VmFigures vm : vms) {
             Labels labels = vmLabels(vm);
             for (Map.Entry<String, Long> e : vm.callsByFunction().entrySet()) {
@@ -56,6 +60,8 @@ public final class MetricsExposition {
             share.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder()
                     .labels(labels.add("state", vm.computeShareState())).value(vm.computeShare()).build());
             processes.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().labels(labels).value(vm.processes().size()).build());
+            recoveries.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().labels(labels).value(vm.recoveries()).build());
+            fatal.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().labels(labels).value(vm.fatalFault() ? 1 : 0).build());
         }
         families.add(calls.build());
         families.add(errors.build());
@@ -63,6 +69,8 @@ public final class MetricsExposition {
         families.add(quota.build());
         families.add(share.build());
         families.add(processes.build());
+        families.add(recoveries.build());
+        families.add(fatal.build());
         // the same totals for the VM and, labelled with its pid, for each of its processes
         totals(families, vms, "copied_to_device_bytes", "bytes copied from the guest to the GPU", VmFigures.Totals::bytesToDevice);
         totals(families, vms, "copied_to_host_bytes", "bytes copied from the GPU to the guest", VmFigures.Totals::bytesToHost);

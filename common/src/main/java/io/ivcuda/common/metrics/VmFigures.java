@@ -15,16 +15,22 @@ import java.util.TreeMap;
  * @param errorsByFunction calls that did not return CUDA_SUCCESS, by function
  * @param totals the VM's totals
  * @param processes the guest processes the server holds state for now, by pid
+ * @param recoveries how many times the server replaced its CUDA process after a fatal GPU fault
+ * @param fatalFault whether a fatal GPU fault poisons the VM now (docs/architecture.md, "Fault recovery")
  */
 public record VmFigures(String domainName, String domainUuid, long memoryHeld, long memoryQuota, int computeShare,
                         String computeShareState, Map<String, Long> callsByFunction, Map<String, Long> errorsByFunction,
-                        Totals totals, Map<Integer, Totals> processes) {
+                        Totals totals, Map<Integer, Totals> processes, long recoveries, boolean fatalFault) {
 
     /** The status file's keys (written by the server, read here). */
     public static final String CALLS = "calls.";
     public static final String ERRORS = "errors.";
     public static final String PROCESS = "process.";
     public static final String MEMORY_HELD = "memory.held";
+    /** The server's count of CUDA process replacements after a fatal GPU fault. */
+    public static final String RECOVERIES = "recoveries";
+    /** Present while a fatal GPU fault poisons the VM (its value: pid, function, result). */
+    public static final String FATAL_FAULT = "fatal.fault";
 
     /**
      * Totals of a VM or of one process.
@@ -74,7 +80,7 @@ public record VmFigures(String domainName, String domainUuid, long memoryHeld, l
         }
         return new VmFigures(domainName, domainUuid, number(p, MEMORY_HELD), number(p, ServerKeys.MEMORY_QUOTA.name()),
                 (int) Math.max(0, Math.min(100, number(p, ServerKeys.COMPUTE_SHARE.name()))), p.getProperty("compute.share.state", ""),
-                calls, errors, Totals.read(p, TOTAL), processes);
+                calls, errors, Totals.read(p, TOTAL), processes, number(p, RECOVERIES), p.getProperty(FATAL_FAULT) != null);
     }
 
     private static boolean isNumber(String text) {
