@@ -122,7 +122,7 @@ public final class CudaServer implements AutoCloseable {
         vm = new Vm(region, layout, backend, config.memoryQuota(), driver.gpu(), config.limits());
         vm.integrity(new IntegrityOracles(config.integrity(), vm.refusals()));
         header.driver(driver.features() | (config.doorbell() ? HeaderFlyweight.FEATURE_DOORBELL : 0),
-                vm.hostDriverVersion());
+                vm.hostDriverVersion(), vm.poolDevicePointer());
         watcher = new ChannelWatcher(region, vm, config.doorbell(), config.waitIdleParkMs(), config.ownerTimeoutMs(),
                 this::idleFor);
         liveness = new LivenessMonitor(header, watcher, config.doorbell() ? DOORBELL_HEARTBEAT_MS : HEARTBEAT_MS,
