@@ -38,8 +38,11 @@ CUresult ivc_integrity_check(unsigned version, uint64_t unix_seconds, uint64_t r
 
 /* integrity_place.c: 6bd5fb6c and d4082055 at the integrity oracle's addresses. The table to
  * hand out for uuid (ours placed there, or `table` itself for any other uuid or when it cannot
- * be placed); whether the placement was made; whether this pid's oracle has the same addresses. */
-const void *ivc_integrity_placed(const unsigned char uuid[16], const void *table);
+ * be placed; the two tables to place come from `lookup`, ivc_export_table, handed in by the
+ * caller so that the placement stays below the tables it places and the check in them);
+ * whether the placement was made; whether this pid's oracle has the same addresses. */
+typedef const void *(*ivc_export_table_lookup)(const unsigned char uuid[16], CUresult *answer, const char **name);
+const void *ivc_integrity_placed(const unsigned char uuid[16], const void *table, ivc_export_table_lookup lookup);
 int ivc_integrity_is_placed(void);
 int ivc_integrity_placement_matches(void);
 

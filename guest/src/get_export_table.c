@@ -31,7 +31,7 @@ IVC_EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *p
     if (name == NULL && atomic_exchange(&unknown_logged_once, 1) == 0)
         ivc_log("cuGetExportTable(%s): an export table this library does not know (CUresult %d)", hex, answer);
     ivc_trace("cuGetExportTable(%s) %s -> %d", hex, name ? name : "unknown", answer);
-    *ppExportTable = table ? ivc_integrity_placed(uuid, table) : NULL;
+    *ppExportTable = table ? ivc_integrity_placed(uuid, table, ivc_export_table) : NULL;
     return answer;
 }
 IVC_ALIASES_cuGetExportTable

@@ -122,7 +122,7 @@ static void place(const uint64_t *cudart, const uint64_t *integrity)
     memcpy(copy, integrity, integrity[0]);
     copy[1] = slot1; /* the oracle's slot-1 address: cudart's check covers it */
     unsigned char *jump = (unsigned char *)(uintptr_t)slot1;
-    uint64_t target = (uint64_t)(uintptr_t)ivc_integrity_check;
+    uint64_t target = integrity[1]; /* the table's own slot 1 (integrity_check.c), read before it is replaced */
     jump[0] = 0x48, jump[1] = 0xb8; /* movabs $target, %rax */
     memcpy(jump + 2, &target, 8);
     jump[10] = 0xff, jump[11] = 0xe0; /* jmp *%rax */
@@ -136,7 +136,7 @@ static void place(const uint64_t *cudart, const uint64_t *integrity)
               (unsigned long long)cudart_at, (unsigned long long)integrity_at, (unsigned long long)slot1);
 }
 
-const void *ivc_integrity_placed(const unsigned char uuid[16], const void *table)
+const void *ivc_integrity_placed(const unsigned char uuid[16], const void *table, ivc_export_table_lookup lookup)
 {
     int cudart = memcmp(uuid, CUDART_UUID, 16) == 0, integrity = memcmp(uuid, INTEGRITY_UUID, 16) == 0;
     if (!cudart && !integrity)
@@ -146,7 +146,7 @@ const void *ivc_integrity_placed(const unsigned char uuid[16], const void *table
         tried = 1;
         CUresult a;
         const char *name;
-        place(ivc_export_table(CUDART_UUID, &a, &name), ivc_export_table(INTEGRITY_UUID, &a, &name));
+        place(lookup(CUDART_UUID, &a, &name), lookup(INTEGRITY_UUID, &a, &name));
     }
     const void *placed = cudart ? (const void *)placed_cudart : (const void *)placed_integrity;
     pthread_mutex_unlock(&lock);
