@@ -64,6 +64,9 @@ public final class CudaServer implements AutoCloseable {
     private Doorbells doorbells;
     private int regionFd = -1;
     private volatile Runnable whenVmLeaves = () -> { };
+    /** Replaces the process after a fatal fault (returns only when it failed: why); tests record instead. */
+    private java.util.function.Function<String, String> replaceProcess = CudaServer::reexec;
+    private final int recoveries = Reexec.recoveries(System.getenv());
 
     public CudaServer(ServerConfig config) {
         this(config, null);
@@ -88,6 +91,16 @@ public final class CudaServer implements AutoCloseable {
     /** Doorbell mode: called once QEMU disconnects (the VM stopped or crashed); the caller stops us. */
     public void whenVmLeaves(Runnable action) {
         whenVmLeaves = action;
+    }
+
+    /** How many times this server replaced its CUDA process after a fatal fault (0: never). */
+    public int recoveries() {
+        return recoveries;
+    }
+
+    /** Tests: what replaces the process after a fatal fault (given the fault; returns why it failed). */
+    void replaceProcessWith(java.util.function.Function<String, String> action) {
+        replaceProcess = action;
     }
 
     /** Doorbell mode: the ring dispatcher (null in plain mode). */
@@ -121,6 +134,8 @@ public final class CudaServer implements AutoCloseable {
         driver = DriverSession.open(backend, region, layout.poolOffset(), config.gpu(), header::message);
         vm = new Vm(region, layout, backend, config.memoryQuota(), driver.gpu(), config.limits());
         vm.integrity(new IntegrityOracles(config.integrity(), vm.refusals()));
+        // doorbell mode: QEMU's connection to our ivshmem socket cannot survive an exec (QEMU does not reconnect)
+        vm.fatalFault().recovery(config.doorbell() ? this::stayPoisoned : this::recover, !config.doorbell());
         header.driver(driver.features() | (config.doorbell() ? HeaderFlyweight.FEATURE_DOORBELL : 0),
                 vm.hostDriverVersion(), vm.poolDevicePointer());
         watcher = new ChannelWatcher(region, vm, config.doorbell(), config.waitIdleParkMs(), config.ownerTimeoutMs(),
@@ -141,6 +156,56 @@ public final class CudaServer implements AutoCloseable {
                 region.path(), layout.regionSize(), layout.channelCount(), layout.channelStride(), layout.windowSize(),
                 layout.poolSize(), layout.poolOffset(), backend.describe(),
                 config.domainName().isEmpty() ? "" : ", domain " + config.domainName() + " " + config.domainUuid());
+        if (recoveries > 0) {
+            LOG.warn("recovered: this is a new CUDA process of the server (epoch {}, recovery {} of this server) after "
+                    + "a fatal GPU fault: {}", header.epoch(), recoveries, System.getenv(Reexec.RECOVERED_FROM));
+        }
+    }
+
+    /**
+     * Plain mode, after a fatal fault once every process that held state was reclaimed: replaces the
+     * server's CUDA process. The header says INIT first (a guest attaching now waits for READY, one
+     * attached sees the server go away), then the workers, the heartbeat and the integrity oracles stop
+     * as on the stop path — but the region, the pidfile and the status file stay, for the new image,
+     * which is this program started again with the same pid and arguments (epoch + 1).
+     */
+    private void recover() {
+        String fault = vm.fatalFault().fault();
+        LOG.warn("recovery: every process that held state at the fatal GPU fault ({}) exited: replacing the server's "
+                + "CUDA process (same pid and arguments; epoch {} -> {})", fault, header.epoch(), header.epoch() + 1);
+        header.message("replacing the CUDA process after a fatal GPU fault (" + fault + ")");
+        header.state(HeaderFlyweight.STATE_INIT);
+        if (liveness != null) {
+            liveness.close();
+        }
+        if (watcher != null && !watcher.close()) {
+            LOG.warn("recovery: a worker is still inside a driver call; the new image ends it");
+        }
+        vm.integrity().close();
+        String failed = replaceProcess.apply(fault);
+        if (failed != null) {
+            // nothing serves the region any more: say so where the guest and the admin look, and leave
+            header.message("the server could not restart after a fatal GPU fault: " + failed);
+            header.state(HeaderFlyweight.STATE_STOPPED);
+            System.err.println("ivcuda-server: recovery failed: " + failed);
+            Runtime.getRuntime().halt(Main.EXIT_FAILURE);
+        }
+    }
+
+    /** Flushes logging and execs (Reexec); returns only why it failed. */
+    private static String reexec(String fault) {
+        LogManager.shutdown();
+        System.err.flush();
+        return Reexec.exec(fault);
+    }
+
+    /** Doorbell mode: a restart would lose QEMU's connection, so the VM stays poisoned and the admin is told. */
+    private void stayPoisoned() {
+        String fault = vm.fatalFault().fault();
+        LOG.warn("fatal GPU fault ({}): every process that held state exited, but in doorbell mode the server cannot "
+                + "replace its CUDA process (QEMU cannot reconnect to a new ivshmem server): the VM's CUDA stays "
+                + "unusable, new processes are refused — restart the VM", fault);
+        header.message("a fatal GPU fault (" + fault + ") made this VM's CUDA unusable: restart the VM");
     }
 
     /**
@@ -219,6 +284,9 @@ public final class CudaServer implements AutoCloseable {
     public void close() {
         if (region == null) {
             return;
+        }
+        if (vm != null) {
+            vm.fatalFault().closing();
         }
         header.state(HeaderFlyweight.STATE_STOPPING);
         if (liveness != null) {

@@ -12,6 +12,8 @@ import io.ivcuda.wire.HeaderFlyweight;
  * heartbeat (§7) — and, before it writes anything, the previous server's epoch.
  */
 final class HeaderWriter {
+    /** The magic's bytes (offset 0): the only ones a new server's init leaves as they were. */
+    private static final int MAGIC_LENGTH = 8;
     private final HeaderFlyweight header = new HeaderFlyweight();
 
     HeaderWriter(Region region) {
@@ -25,7 +27,11 @@ final class HeaderWriter {
         long tokenLo = header.slotTokenLo();
         long tokenHi = header.slotTokenHi();
         int slotIndex = header.slotIndex();
-        header.buffer().setMemory(0, HeaderFlyweight.LENGTH, (byte) 0);
+        // INIT before anything else changes, the magic never cleared: a guest that finds the magic and
+        // INIT waits for READY (a server starting, or replacing its CUDA process after a fatal fault)
+        header.serverStateRelease(HeaderFlyweight.STATE_INIT);
+        java.lang.invoke.VarHandle.fullFence();
+        header.buffer().setMemory(MAGIC_LENGTH, HeaderFlyweight.LENGTH - MAGIC_LENGTH, (byte) 0);
         header.slotTokenLo(tokenLo).slotTokenHi(tokenHi).slotIndex(slotIndex);
         header.magic(HeaderFlyweight.MAGIC)
                 .protocolVersion(HeaderFlyweight.PROTOCOL_VERSION)
@@ -63,6 +69,11 @@ final class HeaderWriter {
     /** Why the server is not (fully) usable: a guest's cuInit shows it. */
     void message(String text) {
         header.serverMessage(text);
+    }
+
+    /** This server's epoch (one more than the previous server's on this region). */
+    int epoch() {
+        return header.epoch();
     }
 
     void state(int state) {

@@ -143,6 +143,40 @@ public final class Main implements Callable<Integer> {
         }
     }
 
+    /** cuda.h: the MPS client cannot reach its server, or the server is recovering from a fatal fault. */
+    static final int MPS_CONNECTION_FAILED = 805;
+    static final int MPS_RPC_FAILURE = 806;
+    static final int MPS_SERVER_NOT_READY = 807;
+    /** How long cuInit is retried while MPS is not ready (docs/sharing.md, "Fault recovery"). */
+    static final long MPS_WAIT_MS = 60_000;
+
+    /**
+     * cuInit, retried for up to {@code waitMs} while it answers one of MPS's not-ready results: after a
+     * fatal fault of any MPS client NVIDIA documents that the MPS server refuses new clients until every
+     * affected client exited, and a server replacing its CUDA process is such a new client.
+     */
+    static int initWaitingForMps(CudaBackend cuda, long waitMs) {
+        int result = cuda.init(0);
+        long deadline = System.nanoTime() + waitMs * 1_000_000;
+        boolean said = false;
+        while ((result == MPS_CONNECTION_FAILED || result == MPS_RPC_FAILURE || result == MPS_SERVER_NOT_READY)
+                && System.nanoTime() - deadline < 0) {
+            if (!said) {
+                LogManager.getLogger(Main.class).warn("cuInit: CUresult {} (MPS not ready: it may be recovering from "
+                        + "a fatal fault of one of its clients); retrying for up to {} s", result, waitMs / 1000);
+                said = true;
+            }
+            try {
+                Thread.sleep(500);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+            result = cuda.init(0);
+        }
+        return result;
+    }
+
     /**
      * Whether the cuda backend can serve {@code gpu} here: the driver loads, cuInit succeeds, and an index
      * names a device that exists (a UUID is matched when the server starts: a wrong one gets its guests
@@ -152,7 +186,7 @@ public final class Main implements Callable<Integer> {
         if (NoDriver.is(cuda)) {
             return "the CUDA driver (libcuda.so.1) cannot be loaded: is NVIDIA's driver installed on this host?";
         }
-        int result = cuda.init(0);
+        int result = initWaitingForMps(cuda, MPS_WAIT_MS);
         if (result != CuResult.SUCCESS) {
             return "cuInit failed: " + CuResult.name(result) + (result == CuResult.NO_DEVICE ? " (the driver finds no GPU)" : "");
         }

@@ -110,6 +110,10 @@ final class StatusFile {
         p.setProperty("channels.total", Integer.toString(layout.channelCount()));
         putRefusals(p, vm.refusals().refusalCounts());
         putMetrics(p, vm);
+        p.setProperty(RECOVERIES, Integer.toString(server.recoveries()));
+        if (vm.fatalFault().poisoned()) {
+            p.setProperty(FATAL_FAULT, vm.fatalFault().fault());
+        }
         try {
             StringWriter text = new StringWriter();
             p.store(text, "ivcuda cuda-server status (StatusFile); read by ivshmem-provisioner status");
@@ -165,6 +169,10 @@ final class StatusFile {
     }
 
     static final String REFUSALS = "refusals";
+    /** How many times the server replaced its CUDA process after a fatal GPU fault (docs/operations.md). */
+    static final String RECOVERIES = "recoveries";
+    /** Present while a fatal GPU fault poisons the VM: the faulting pid, function and result. */
+    static final String FATAL_FAULT = "fatal.fault";
     /** {@code whole-gpu}, {@code mps} (enforced) or {@code unshared} (ComputeShare.State). */
     static final String SHARE_STATE = "compute.share.state";
     /** Why MPS does not enforce the share, when it does not. */

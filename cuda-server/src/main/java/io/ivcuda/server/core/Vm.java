@@ -51,6 +51,7 @@ public final class Vm {
     private final HostCalls hostCalls;
     private final GraphState graphs;
     private final ArrayObjects arrays;
+    private final FatalFault fatalFault = new FatalFault(owners);
 
     /**
      * @param memoryQuota bytes of device memory the VM may hold, 0 = no limit
@@ -76,6 +77,11 @@ public final class Vm {
         this.graphs = new GraphState(handles, backend, inContext);
         this.arrays = new ArrayObjects(handles, backend, inContext);
         this.reclaimed = new ReclaimedTokens(limits.processes());
+    }
+
+    /** A fatal GPU fault of one of the VM's processes, and the recovery from it (docs/architecture.md). */
+    public FatalFault fatalFault() {
+        return fatalFault;
     }
 
     /** Arrays' geometry and quota, texture and surface objects (docs/memory.md). */
@@ -327,6 +333,7 @@ public final class Vm {
         } finally {
             reclaimed.add(token);
             owners.remove(token, owner);
+            fatalFault.reclaimed(token);
         }
     }
 

@@ -164,6 +164,9 @@ public final class Session implements Checks {
         if (o != null) {
             o.metrics().record(op, result, nanos);
         }
+        if (io.ivcuda.server.core.FatalFault.fatal(result)) {
+            vm.fatalFault().observe(o != null ? o.pid() : ownerPid(), op, result);
+        }
     }
 
     /** A copy moved {@code bytes} between the guest and the GPU: counted for the VM and the process. */

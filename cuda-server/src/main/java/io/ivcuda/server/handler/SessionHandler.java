@@ -36,14 +36,21 @@ final class SessionHandler implements SessionCalls {
             String message = problem + " — install matching ivcuda-guest and ivcuda-host";
             session.vm.refusals().log(LOG, org.apache.logging.log4j.Level.WARN, "ivc_hello refused", () -> "channel "
                     + session.index() + " pid " + pid + " ivc_hello: refused: " + message + " (library " + libraryVersion + ")");
-            return refused(r, message);
+            return refused(r, message, CuResult.NOT_INITIALIZED);
+        }
+        String restarting = session.vm.fatalFault().helloRefusal();
+        if (restarting != null) {
+            // no session in a CUDA process a fatal fault made unusable: it would answer nothing but errors
+            int result = session.vm.fatalFault().helloResult();
+            session.warn("token", restarting, result);
+            return refused(r, restarting, result);
         }
         if (!session.greet()) {
             String message = session.vm.owners().size() >= session.vm.limits().processes()
                     ? "the server holds " + ServerKeys.LIMIT_PROCESSES.name() + " " + session.vm.limits().processes() + " processes of this VM"
                     : "this process exited or was found dead: the server reclaimed it, its CUDA state is gone";
             session.warn("token", message, CuResult.NOT_INITIALIZED);
-            return refused(r, message);
+            return refused(r, message, CuResult.NOT_INITIALIZED);
         }
         // a line per guest thread, and a guest decides how many threads: counted, a few a minute logged
         session.vm.refusals().log(LOG, org.apache.logging.log4j.Level.INFO, "ivc_hello", () -> "channel "
@@ -52,7 +59,7 @@ final class SessionHandler implements SessionCalls {
     }
 
     /** A refused hello carries its message (§4), for the guest library to show. */
-    private static int refused(Reply r, String message) {
+    private static int refused(Reply r, String message, int result) {
         byte[] b = message.getBytes(StandardCharsets.US_ASCII);
         int n = Math.min(b.length, r.outbufCapacity() - 1);
         if (n > 0) {
@@ -60,7 +67,7 @@ final class SessionHandler implements SessionCalls {
             r.buffer().putByte(r.outbufIndex() + n, (byte) 0);
             r.outbufLength(n + 1);
         }
-        return CuResult.NOT_INITIALIZED;
+        return result;
     }
 
     @Override
