@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "channel.h"
+#include "restart.h"
 #include "clock.h"
 #include "interrupts.h"
 #include "log.h"
@@ -276,6 +277,58 @@ void ivc_channel_release_all(void)
         if (channels[i].in_use && at_rest(&channels[i]))
             give_back_locked(&channels[i]);
     pthread_mutex_unlock(&state_lock);
+}
+
+/* Layout fields a restarted server must keep: the same server, the same arguments. */
+static int same_layout(const struct ivc_region *r, const uint8_t *h)
+{
+    return ivc_read32(h + IVC_HDR_CHANNEL_COUNT) == r->channel_count
+           && ivc_read32(h + IVC_HDR_CHANNEL_STRIDE) == r->channel_stride
+           && ivc_read64(h + IVC_HDR_CHANNEL_TABLE_OFFSET) == r->channel_table_offset
+           && ivc_read32(h + IVC_HDR_REQUEST_AREA_SIZE) == r->request_area_size
+           && ivc_read32(h + IVC_HDR_RESPONSE_AREA_SIZE) == r->response_area_size
+           && ivc_read32(h + IVC_HDR_RING_SIZE) == r->ring_size && ivc_read32(h + IVC_HDR_WINDOW_SIZE) == r->window_size
+           && ivc_read64(h + IVC_HDR_POOL_OFFSET) == r->pool_offset && ivc_read64(h + IVC_HDR_POOL_SIZE) == r->pool_size;
+}
+
+CUresult ivc_channel_follow_restart(void)
+{
+    pthread_mutex_lock(&state_lock);
+    int was_attached = attached;
+    uint32_t epoch = region.epoch;
+    pthread_mutex_unlock(&state_lock);
+    if (!was_attached)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!ivc_server_wait_new_epoch(region.base, epoch)) {
+        uint32_t state = ivc_load32(region.base + IVC_HDR_SERVER_STATE);
+        char message[257];
+        memcpy(message, region.base + IVC_HDR_SERVER_MESSAGE, 256);
+        message[256] = '\0';
+        ivc_log("region %s: the server is replacing its CUDA process after a fatal GPU fault and did not come back "
+                "(server_state %u%s%s; IVCUDA_SERVER_WAIT_S)", region.path, state, message[0] ? ": " : "", message);
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    pthread_mutex_lock(&state_lock);
+    char why[2000];
+    CUresult r = CUDA_SUCCESS;
+    if (!ivc_region_check(region.base, region.size, why, sizeof why)) {
+        ivc_log("region %s, after the server restarted: %s", region.path, why);
+        r = CUDA_ERROR_NOT_INITIALIZED;
+    } else if (!same_layout(&region, region.base)) {
+        ivc_log("region %s: the server restarted with another channel or pool layout; restart the program",
+                region.path);
+        r = CUDA_ERROR_NOT_INITIALIZED;
+    } else {
+        /* the new server wiped the channel table before READY: every claim of ours went with it */
+        region.epoch = ivc_read32(region.base + IVC_HDR_EPOCH);
+        for (uint32_t i = 0; i < region.channel_count; i++)
+            channels[i].in_use = channels[i].spare = channels[i].broken = 0;
+        for (uint32_t w = 0; w < (region.channel_count + 63) / 64; w++)
+            atomic_store_explicit(&queued_words[w], 0, memory_order_relaxed);
+        ivc_trace("region %s: following the restarted server to epoch %u", region.path, region.epoch);
+    }
+    pthread_mutex_unlock(&state_lock);
+    return r;
 }
 
 /* The child has one thread: the lock may have been held by another of the parent's. The

@@ -64,6 +64,10 @@ int ivc_channel_any_in_use(void);
 void ivc_channel_release_all(void);
 /* In a forked child: the parent's channels stay the parent's; a new token for new claims. */
 void ivc_channel_forget_process(void);
+/* The server replaced its CUDA process (docs/protocol.md §7, "A server that restarts"): waits,
+ * bounded, for READY with a new epoch, then forgets every channel claim of this process (the new
+ * server wiped the table). Only for a process without CUDA state on the server. */
+CUresult ivc_channel_follow_restart(void);
 
 /* After the owner thread published a new ring_tail (call.c): makes the queued work visible to
  * the process's other threads, which order their calls after it (ordering.c). */

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "region.h"
 #include "region_place.h"
+#include "restart.h"
 
 #define CHECK(condition, ...)                                  \
     do {                                                       \
@@ -252,6 +253,8 @@ CUresult ivc_region_open(struct ivc_region *region)
         ivc_log("%s", message);
         return CUDA_ERROR_NOT_INITIALIZED;
     }
+    /* a server starting, or replacing its CUDA process after a fatal fault: wait for READY (§7) */
+    ivc_server_wait_ready(region->base, region->size);
     if (!ivc_region_check(region->base, region->size, message, sizeof message)) {
         ivc_log("region %s: %s", region->path, message);
         ivc_region_close(region);

@@ -26,9 +26,22 @@ static pthread_key_t thread_key;
 static int key_created;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+/* Set once a hello of this process succeeded: from then on it may hold CUDA state on the server,
+ * and a server restart loses it (the process does not follow the server to its new epoch). */
+static int greeted_once;
 /* Set once ivc_process_exit went: the server frees the process, so nothing more is sent
  * (exit handlers registered before ours, as cudart's teardown, run after it). */
 static int process_exited;
+
+/* Whether a failed hello met a server replacing its CUDA process (§7): it refused the hello
+ * with CUDA_ERROR_SYSTEM_NOT_READY (a fatal GPU fault poisons it), or it left READY or its
+ * epoch moved while the hello waited. */
+static int restarting(const struct ivc_channel *ch, CUresult r)
+{
+    const uint8_t *h = ch->region->base;
+    return r == CUDA_ERROR_SYSTEM_NOT_READY || ivc_load32(h + IVC_HDR_SERVER_STATE) == IVC_STATE_INIT
+           || ivc_load32(h + IVC_HDR_EPOCH) != ch->region->epoch;
+}
 
 static CUresult hello(struct ivc_channel *ch)
 {
@@ -55,6 +68,8 @@ static CUresult hello(struct ivc_channel *ch)
         r = CUDA_ERROR_UNKNOWN;
     }
     const char *path = ch->region->path;
+    if (r != CUDA_SUCCESS && restarting(ch, r))
+        return CUDA_ERROR_SYSTEM_NOT_READY;
     if (r == CUDA_SUCCESS && (server_protocol != IVC_PROTOCOL_VERSION || server_hash != IVC_API_HASH)) {
         ivc_log("region %s: server speaks protocol %u with api_hash 0x%016" PRIx64
                 ", this library protocol %d with 0x%016llx — install matching ivcuda-guest and ivcuda-host",
@@ -133,10 +148,25 @@ static CUresult claim_for_thread(struct ivc_channel **out)
         return r;
     pthread_once(&exit_once, register_process_exit);
     r = hello(ch);
+    if (r == CUDA_ERROR_SYSTEM_NOT_READY && !__atomic_load_n(&greeted_once, __ATOMIC_ACQUIRE)) {
+        /* the server replaces its CUDA process; this process has no state there: follow it, once */
+        ivc_channel_release(ch);
+        r = ivc_channel_follow_restart();
+        if (r != CUDA_SUCCESS)
+            return r;
+        r = ivc_channel_claim(&ch);
+        if (r != CUDA_SUCCESS)
+            return r;
+        r = hello(ch);
+    }
+    if (r == CUDA_ERROR_SYSTEM_NOT_READY)
+        ivc_log("region %s: the server is replacing its CUDA process after a fatal GPU fault; this process "
+                "held CUDA state there, which is lost", ch->region->path);
     if (r != CUDA_SUCCESS) {
         ivc_channel_release(ch);
         return r;
     }
+    __atomic_store_n(&greeted_once, 1, __ATOMIC_RELEASE);
     thread_channel = ch;
     pthread_setspecific(thread_key, ch);
     thread_claims++; /* the server side of a new channel has nothing current */
@@ -195,6 +225,7 @@ void ivc_session_forget_process(void)
 {
     thread_channel = NULL;
     process_exited = 0;
+    greeted_once = 0;
     if (key_created)
         pthread_setspecific(thread_key, NULL);
 }

@@ -188,6 +188,14 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
         uint64_t capacity = r_u64(in);
         fake.last_hello_pid = (unsigned)pid;
         int refuse = atomic_load(&fake.refuse_hello);
+        if (refuse == 2) {
+            const char *restarting = "fake server: restarting after a fatal GPU fault; retry";
+            w_u64(out, IVC_PROTOCOL_VERSION);
+            w_u64(out, IVC_API_HASH);
+            w_u64(out, 13000);
+            w_buf(out, restarting, strlen(restarting) < capacity ? strlen(restarting) : capacity);
+            return CUDA_ERROR_SYSTEM_NOT_READY;
+        }
         const char *message = refuse ? "fake server: api hash mismatch" : "fake server";
         w_u64(out, IVC_PROTOCOL_VERSION);
         w_u64(out, refuse ? hash ^ 1 : IVC_API_HASH);
@@ -680,6 +688,21 @@ void fake_server_start(const char *path)
 uint8_t *fake_channel(int i)
 {
     return channel_base(i);
+}
+
+void fake_server_restart(void)
+{
+    atomic_store(&fake.frozen, 1);
+    usleep(20000); /* the serving thread finishes the request it is in */
+    ivc_store32(region + IVC_HDR_SERVER_STATE, IVC_STATE_INIT);
+    for (int i = 0; i < FAKE_CHANNELS; i++) {
+        memset(channel_base(i), 0, IVC_CH_AREAS);
+        memset(&server_channels[i], 0, sizeof server_channels[i]);
+    }
+    atomic_store(&fake.refuse_hello, 0);
+    ivc_write32(region + IVC_HDR_EPOCH, ivc_read32(region + IVC_HDR_EPOCH) + 1);
+    ivc_store32(region + IVC_HDR_SERVER_STATE, IVC_STATE_READY);
+    atomic_store(&fake.frozen, 0);
 }
 
 void fake_server_stop(void)

@@ -26,7 +26,7 @@ struct fake_state {
     atomic_int calls[256];          /* per opcode (sync requests and ring records) */
     atomic_int pads;                /* PAD records seen */
     atomic_int frozen;              /* 1: stop answering and stop the heartbeat */
-    atomic_int refuse_hello;        /* 1: answer hello with a different api hash */
+    atomic_int refuse_hello;        /* 1: answer hello with a different api hash; 2: CUDA_ERROR_SYSTEM_NOT_READY */
     uint8_t *device;                /* FAKE_DEVICE_SIZE bytes of "device memory" */
     uint8_t last_launch[4096];
     atomic_uint last_launch_size;
@@ -91,6 +91,9 @@ void fake_server_start(const char *path);
  * every test's first lines. The path stays valid for the process's life (unlink it at the end). */
 const char *fake_region_start(void);
 void fake_server_stop(void);
+/* What a cuda-server replacing its CUDA process does to the region (protocol §7): INIT, the
+ * channel table wiped (and this server's record of it), epoch + 1, READY; hellos accepted again. */
+void fake_server_restart(void);
 /* The start of channel i in the served region. */
 uint8_t *fake_channel(int i);
 /* Writes a valid header (state READY) into base; used by the header-validation tests. */
