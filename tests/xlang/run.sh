@@ -175,9 +175,38 @@ else
 fi
 rm -f "$doorbell_region"
 
+# A fatal GPU fault (docs/architecture.md, "Fault recovery"): the server poisons the VM, and once
+# the faulting process exited it replaces its CUDA process by an exec of itself (same pid, epoch
+# + 1); the next program, started at once, waits for it and works. The host-memory backend never
+# faults: its test-only trigger (IVCUDA_HOST_MEMORY_FAULT, a file it removes when it answers one
+# cuCtxSynchronize with CUDA_ERROR_ILLEGAL_ADDRESS) stands in for the kernel's fault; the poisoning,
+# the refusals, the exec and the guest's wait are the real ones.
+fault_region=/dev/shm/ivcuda-xlang-fault-$$
+fault_trigger=$work/fault-once
+gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/fault" tests/xlang/fault.c -Lguest/target -lcuda || exit 1
+IVCUDA_HOST_MEMORY_FAULT=$fault_trigger start_host_memory_server "$fault_region" "$work/fault-server.log" \
+    --set region.size=67108864 --set domain.name=xlang-fault || exit 1
+fault_pid=$server_pid
+epoch_of() { "$region_wait" --show "$fault_region" | sed -n 's/.* epoch=\([0-9]*\) .*/\1/p'; }
+epoch_before=$(epoch_of)
+: >"$fault_trigger"
+expect_ok "a program whose synchronisation faults (700)" env IVCUDA_REGION="$fault_region" "$work/fault"
+expect_ok "the next program, started at once, works on the replaced CUDA process" \
+    env IVCUDA_REGION="$fault_region" "$work/xfer" copy 4097 2
+if kill -0 "$fault_pid" 2>/dev/null && grep -q "recovered: this is a new CUDA process" "$work/fault-server.log" \
+    && [ "$(epoch_of)" = $((epoch_before + 1)) ]; then
+    pass "the server re-executed itself: same pid, epoch $epoch_before -> $(epoch_of)"
+else
+    fail "the server's recovery: pid alive $(kill -0 "$fault_pid" 2>/dev/null && echo yes || echo no), epoch $epoch_before -> $(epoch_of), log: $(grep -m3 'FatalFault\|recover' "$work/fault-server.log")"
+fi
+kill "$fault_pid" 2>/dev/null
+if wait "$fault_pid"; then pass "the recovered server stops cleanly"; else fail "the recovered server's stop: $(tail -3 "$work/fault-server.log")"; fi
+rm -f "$fault_region" "$fault_trigger"
+
 if [ $failed -gt 0 ]; then
     echo "--- server log (tail)"; tail -40 "$work/server.log"
     echo "--- doorbell server log (tail)"; tail -20 "$work/doorbell.log"
+    echo "--- fault-recovery server log (tail)"; tail -20 "$work/fault-server.log"
 fi
 echo "xlang: $passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -183,7 +183,34 @@ public class HostMemoryBackend implements CudaBackend {
 
     @Override
     public int ctxSynchronize() {
-        return CuResult.SUCCESS;
+        return TestFault.take() ? TestFault.ILLEGAL_ADDRESS : CuResult.SUCCESS;
+    }
+
+    /**
+     * Test-only: the one way a test drives the server's real recovery from a fatal GPU fault (poisoning,
+     * refused hellos, the re-exec; docs/architecture.md, "Fault recovery") without a GPU, since this
+     * backend runs no kernels and never faults. When the server's environment has
+     * {@code IVCUDA_HOST_MEMORY_FAULT=FILE} and FILE exists, the next cuCtxSynchronize removes it and
+     * answers CUDA_ERROR_ILLEGAL_ADDRESS, once (the re-executed server finds no file). Only this test
+     * backend reads the variable: a server on the GPU ({@code backend=cuda}) never looks at it.
+     */
+    static final class TestFault {
+        static final int ILLEGAL_ADDRESS = 700;
+        private static final String FILE = System.getenv("IVCUDA_HOST_MEMORY_FAULT");
+
+        private TestFault() {
+        }
+
+        static boolean take() {
+            if (FILE == null || FILE.isEmpty()) {
+                return false;
+            }
+            try {
+                return java.nio.file.Files.deleteIfExists(java.nio.file.Path.of(FILE));
+            } catch (java.io.IOException | RuntimeException e) {
+                return false;
+            }
+        }
     }
 
     @Override
