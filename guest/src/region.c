@@ -15,6 +15,7 @@
 #include "ivc_internal.h"
 #include "log.h"
 #include "region.h"
+#include "region_place.h"
 #include "restart.h"
 
 #define CHECK(condition, ...)                                  \
@@ -289,6 +290,7 @@ CUresult ivc_region_open(struct ivc_region *region)
                     region->path, region->doorbell_path[0] ? ": " : "", region->doorbell_path);
         }
     }
+    ivc_region_place(region); /* §2a: pinned pointers as device pointers (h is stale after it) */
     ivc_trace("region %s: %u channels of %u bytes, pool %" PRIu64 " bytes at %" PRIu64, region->path,
               region->channel_count, region->channel_stride, region->pool_size, region->pool_offset);
     return CUDA_SUCCESS;

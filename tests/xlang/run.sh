@@ -21,6 +21,7 @@ gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/arrays" tests/xlang/arr
 gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/streams" tests/xlang/streams.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/vmm" tests/xlang/vmm.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/ordering" tests/xlang/ordering.c -Lguest/target -lcuda || exit 1
+gcc -std=c11 -O2 -Wall -Werror -Iguest/target/generated -Iguest/include -o "$work/pinned" tests/xlang/pinned.c -Lguest/target -lcuda || exit 1
 # the one wait for READY (guest/tools/ivcuda-region-wait.c, built with the guest library)
 region_wait=guest/target/ivcuda-region-wait
 
@@ -44,6 +45,10 @@ expect_ok "copy 3 MiB+1, 8 threads" "$work/xfer" copy 3145729 8
 expect_ok "strided copies and 2D memsets" "$work/strided"
 # reserve, create, map, set access, copies over two mappings, unmap (docs/memory.md "Virtual memory")
 expect_ok "virtual memory management" "$work/vmm"
+# pinned pointers are device pointers: the region lies at the server's address (protocol §2a),
+# and when that range is taken in the process the library keeps its own mapping and still works
+expect_ok "pinned pointers are device pointers" "$work/pinned"
+expect_ok "pinned pointers, the server's range occupied" "$work/pinned" occupy
 # arrays: copies to and from them, texture and surface objects minted and checked (docs/memory.md)
 expect_ok "arrays, texture and surface objects" "$work/arrays"
 # Several processes at once.

@@ -137,7 +137,7 @@ public final class CudaServer implements AutoCloseable {
         // doorbell mode: QEMU's connection to our ivshmem socket cannot survive an exec (QEMU does not reconnect)
         vm.fatalFault().recovery(config.doorbell() ? this::stayPoisoned : this::recover, !config.doorbell());
         header.driver(driver.features() | (config.doorbell() ? HeaderFlyweight.FEATURE_DOORBELL : 0),
-                vm.hostDriverVersion());
+                vm.hostDriverVersion(), vm.poolDevicePointer());
         watcher = new ChannelWatcher(region, vm, config.doorbell(), config.waitIdleParkMs(), config.ownerTimeoutMs(),
                 this::idleFor);
         liveness = new LivenessMonitor(header, watcher, config.doorbell() ? DOORBELL_HEARTBEAT_MS : HEARTBEAT_MS,

@@ -56,9 +56,14 @@ final class HeaderWriter {
                 .doorbellVectors(doorbellVectors);
     }
 
-    /** What the driver session found: feature bits (DOORBELL, POOL_REGISTERED) and the host driver's version. */
-    void driver(long features, int hostDriverVersion) {
-        header.featureBits(features).hostDriverVersion(hostDriverVersion);
+    /**
+     * What the driver session found: feature bits (DOORBELL, POOL_REGISTERED), the host driver's
+     * version, and the pool's device address (0: not registered). The guest maps the region where
+     * that address says (docs/protocol.md §2a), so a pinned pointer is its device pointer; it
+     * discloses nothing cuMemHostGetDevicePointer did not already answer (docs/threat-model.md).
+     */
+    void driver(long features, int hostDriverVersion, long poolDeviceAddress) {
+        header.featureBits(features).hostDriverVersion(hostDriverVersion).poolDeviceAddress(poolDeviceAddress);
     }
 
     /** Why the server is not (fully) usable: a guest's cuInit shows it. */

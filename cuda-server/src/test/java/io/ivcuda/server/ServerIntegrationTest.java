@@ -292,6 +292,33 @@ class ServerIntegrationTest {
         assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_host_free(offset)).result());
     }
 
+    /**
+     * protocol §2a: the header names the pool's device address, the one cuMemHostGetDevicePointer
+     * answers (the host-memory backend registers the region as a GPU with unified addressing
+     * does), and a device-side store there lands in the guest's block.
+     */
+    @Test
+    void theHeaderNamesThePoolsDeviceAddress() {
+        Channel c = greeted(0, TOKEN);
+        long field = guest.layout.poolDeviceAddress();
+        assertNotEquals(0, field);
+        assertEquals(0, field % 4096);
+        assertNotEquals(0, guest.layout.featureBits() & io.ivcuda.wire.HeaderFlyweight.FEATURE_POOL_REGISTERED);
+        long offset = c.call(Requests.ivc_host_alloc(10000, 0)).out(0);
+        Response device = c.call(Requests.ivc_host_device_pointer(offset, 0));
+        assertEquals(CuResult.SUCCESS, device.result());
+        assertEquals(field + offset, device.out(0));
+        long d = alloc(c, 16);
+        guest.pool().putLong((int) offset, 0x0102030405060708L, FakeGuest.LE);
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_memcpy_htod_pool(d, 0, offset, 16)).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuMemcpyDtoD_v2(field + offset + 8, d, 8)).result());
+        assertEquals(0x0102030405060708L, guest.pool().getLong((int) offset + 8, FakeGuest.LE));
+        // the device address of another process's block is not this process's to name
+        Channel other = greeted(1, TOKEN + 1);
+        long d2 = alloc(other, 16);
+        assertEquals(CuResult.INVALID_VALUE, other.call(Requests.cuMemcpyDtoD_v2(field + offset, d2, 8)).result());
+    }
+
     @Test
     void processExitReclaimsEverythingOfTheToken() {
         Channel c = greeted(0, TOKEN);

@@ -16,6 +16,8 @@ public final class CuResult {
     public static final int ILLEGAL_STATE = 401;
     public static final int NOT_FOUND = 500;
     public static final int NOT_READY = 600;
+    public static final int HOST_MEMORY_ALREADY_REGISTERED = 712;
+    public static final int HOST_MEMORY_NOT_REGISTERED = 713;
     public static final int NOT_SUPPORTED = 801;
     public static final int UNKNOWN = 999;
 
@@ -38,6 +40,8 @@ public final class CuResult {
             case ILLEGAL_STATE -> "CUDA_ERROR_ILLEGAL_STATE";
             case NOT_FOUND -> "CUDA_ERROR_NOT_FOUND";
             case NOT_READY -> "CUDA_ERROR_NOT_READY";
+            case HOST_MEMORY_ALREADY_REGISTERED -> "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
+            case HOST_MEMORY_NOT_REGISTERED -> "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED";
             case NOT_SUPPORTED -> "CUDA_ERROR_NOT_SUPPORTED";
             default -> "CUresult " + result;
         };

@@ -26,6 +26,8 @@ public class HostMemoryBackend implements CudaBackend {
     }
 
     private final TreeMap<Long, Block> blocks = new TreeMap<>();
+    /** Registered host ranges: start → length (memHostRegister). */
+    private final TreeMap<Long, Long> registered = new TreeMap<>();
     private final AtomicLong nextObject = new AtomicLong(0x1000);
     private final ThreadLocal<ArrayDeque<Long>> contextStack = ThreadLocal.withInitial(ArrayDeque::new);
     private long nextDevice = DEVICE_BASE;
@@ -50,6 +52,9 @@ public class HostMemoryBackend implements CudaBackend {
     private synchronized long translate(long address, long bytes) {
         Map.Entry<Long, Block> e = blocks.floorEntry(address);
         if (e == null || bytes < 0 || address - e.getKey() + bytes > e.getValue().size()) {
+            if (bytes > 0 && registeredLength(address, bytes) != 0) {
+                return address; // registered host memory is its own device address
+            }
             return translateMapped(address, bytes);
         }
         return e.getValue().hostAddress() + (address - e.getKey());
@@ -389,19 +394,46 @@ public class HostMemoryBackend implements CudaBackend {
         return CuResult.SUCCESS;
     }
 
+    /*
+     * Registered host memory, as under unified addressing: this "device" is the server process, so
+     * a registered range is reachable at its own host address — the device pointer the driver of a
+     * GPU with unified addressing answers too. That is what lets the loopback tests see the pool's
+     * real device address in the header (docs/protocol.md §2a); no kernel ever runs here.
+     */
     @Override
-    public int memHostRegister(long address, long bytes, int flags) {
-        return CuResult.NOT_SUPPORTED;
+    public synchronized int memHostRegister(long address, long bytes, int flags) {
+        if (address == 0 || bytes <= 0 || address + bytes < address) {
+            return CuResult.INVALID_VALUE;
+        }
+        Map.Entry<Long, Long> below = registered.floorEntry(address + bytes - 1);
+        if (below != null && below.getKey() + below.getValue() > address) {
+            return CuResult.HOST_MEMORY_ALREADY_REGISTERED;
+        }
+        registered.put(address, bytes);
+        return CuResult.SUCCESS;
     }
 
     @Override
-    public int memHostUnregister(long address) {
-        return CuResult.NOT_SUPPORTED;
+    public synchronized int memHostUnregister(long address) {
+        return registered.remove(address) != null ? CuResult.SUCCESS : CuResult.HOST_MEMORY_NOT_REGISTERED;
     }
 
     @Override
-    public int memHostGetDevicePointer(Out o, long address) {
-        return CuResult.NOT_SUPPORTED;
+    public synchronized int memHostGetDevicePointer(Out o, long address) {
+        if (registeredLength(address, 1) == 0) {
+            return CuResult.INVALID_VALUE;
+        }
+        o.address = address;
+        return CuResult.SUCCESS;
+    }
+
+    /** {@code bytes} if [address, address+bytes) lies in one registered range, else 0. */
+    private long registeredLength(long address, long bytes) {
+        Map.Entry<Long, Long> e = registered.floorEntry(address);
+        if (e == null || bytes < 0 || address - e.getKey() + bytes > e.getValue()) {
+            return 0;
+        }
+        return bytes;
     }
 
     @Override
