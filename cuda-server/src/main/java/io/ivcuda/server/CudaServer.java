@@ -65,8 +65,10 @@ public final class CudaServer implements AutoCloseable {
     private int regionFd = -1;
     private volatile Runnable whenVmLeaves = () -> { };
     /** Replaces the process after a fatal fault (returns only when it failed: why); tests record instead. */
-    private java.util.function.Function<String, String> replaceProcess = CudaServer::reexec;
+    private java.util.function.Function<String, String> replaceProcess = this::reexec;
     private final int recoveries = Reexec.recoveries(System.getenv());
+    /** Where the image this one replaced mapped the region (0: none): asked for again. */
+    private final long previousRegionAddress = Reexec.regionAddress(System.getenv());
 
     public CudaServer(ServerConfig config) {
         this(config, null);
@@ -122,8 +124,9 @@ public final class CudaServer implements AutoCloseable {
     }
 
     public void start() throws IOException {
-        region = config.regionKind() == RegionKind.DEVICE ? Region.openDevice(config.regionPath(), config.regionSize())
-                : Region.openOrCreate(config.regionPath(), config.regionSize());
+        region = config.regionKind() == RegionKind.DEVICE
+                ? Region.openDevice(config.regionPath(), config.regionSize(), previousRegionAddress)
+                : Region.openOrCreate(config.regionPath(), config.regionSize(), previousRegionAddress);
         header = new HeaderWriter(region);
         header.init(layout, config.ownerTimeoutMs(), config.doorbell() ? config.doorbellVectors() : 0);
         CudaBackend backend = backend();
@@ -158,7 +161,11 @@ public final class CudaServer implements AutoCloseable {
                 config.domainName().isEmpty() ? "" : ", domain " + config.domainName() + " " + config.domainUuid());
         if (recoveries > 0) {
             LOG.warn("recovered: this is a new CUDA process of the server (epoch {}, recovery {} of this server) after "
-                    + "a fatal GPU fault: {}", header.epoch(), recoveries, System.getenv(Reexec.RECOVERED_FROM));
+                    + "a fatal GPU fault: {}; region mapped {}", header.epoch(), recoveries,
+                    System.getenv(Reexec.RECOVERED_FROM), region.address() == previousRegionAddress
+                            ? "at the previous image's address (guests' pinned pointers stay device pointers)"
+                            : "elsewhere than the previous image's (guests placed at the old address lose pinned "
+                                    + "pointers as device pointers, protocol §2a)");
         }
     }
 
@@ -193,10 +200,11 @@ public final class CudaServer implements AutoCloseable {
     }
 
     /** Flushes logging and execs (Reexec); returns only why it failed. */
-    private static String reexec(String fault) {
+    private String reexec(String fault) {
+        long address = region.address();
         LogManager.shutdown();
         System.err.flush();
-        return Reexec.exec(fault);
+        return Reexec.exec(fault, address);
     }
 
     /** Doorbell mode: a restart would lose QEMU's connection, so the VM stays poisoned and the admin is told. */

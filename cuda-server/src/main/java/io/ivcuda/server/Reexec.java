@@ -29,6 +29,8 @@ final class Reexec {
     static final String RECOVERIES = "IVCUDA_SERVER_RECOVERIES";
     /** The fault the last replacement recovered from (its log line). */
     static final String RECOVERED_FROM = "IVCUDA_SERVER_RECOVERED_FROM";
+    /** Where the previous image mapped the region (hex): the new one asks for the same address. */
+    static final String REGION_ADDRESS = "IVCUDA_SERVER_REGION_ADDRESS";
     private static final int F_SETFD = 2;
     private static final int FD_CLOEXEC = 1;
 
@@ -61,12 +63,27 @@ final class Reexec {
     }
 
     /** The environment of the new image: this one's, with the recovery's count and cause. */
-    static String[] environment(Map<String, String> current, String fault) {
+    static String[] environment(Map<String, String> current, String fault, long regionAddress) {
         Map<String, String> env = new TreeMap<>(current);
         int before = recoveries(current);
         env.put(RECOVERIES, Integer.toString(before + 1));
         env.put(RECOVERED_FROM, fault.replace('\n', ' '));
+        env.put(REGION_ADDRESS, Long.toHexString(regionAddress));
         return env.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).toArray(String[]::new);
+    }
+
+    /** Where the previous image mapped the region (0: no previous image, or no usable value). */
+    static long regionAddress(Map<String, String> env) {
+        String text = env.get(REGION_ADDRESS);
+        if (text == null || text.isEmpty() || text.length() > 16) {
+            return 0;
+        }
+        try {
+            long address = Long.parseUnsignedLong(text, 16);
+            return address % 4096 == 0 ? address : 0;
+        } catch (NumberFormatException e) {
+            return 0;
+        }
     }
 
     /** How many times the server replaced its CUDA process before this image (0: it never did). */
@@ -82,7 +99,7 @@ final class Reexec {
      * Execs: returns only when it failed (the reason). The caller has stopped everything that must
      * not be cut short and flushed its logging.
      */
-    static String exec(String fault) {
+    static String exec(String fault, long regionAddress) {
         List<String> args;
         try {
             args = commandLine();
@@ -106,7 +123,7 @@ final class Reexec {
         }
         try {
             execve("/proc/self/exe", new StringArray(args.toArray(new String[0])),
-                    new StringArray(environment(System.getenv(), fault)));
+                    new StringArray(environment(System.getenv(), fault, regionAddress)));
             return "execve returned";
         } catch (LastErrorException e) {
             return "execve failed: errno " + e.getErrorCode();

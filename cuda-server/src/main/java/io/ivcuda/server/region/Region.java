@@ -30,6 +30,15 @@ public final class Region implements AutoCloseable {
      * @throws IOException naming the file and both sizes when it exists with another size
      */
     public static Region openOrCreate(Path path, long size) throws IOException {
+        return openOrCreate(path, size, 0);
+    }
+
+    /**
+     * {@link #openOrCreate(Path, long)}, mapped at {@code hint} when that range is free (0: wherever the
+     * kernel puts it): a server replacing its CUDA process maps the region where its previous image did, so
+     * the pool's device address, which guests placed their mapping at (docs/protocol.md §2a), stays.
+     */
+    public static Region openOrCreate(Path path, long size, long hint) throws IOException {
         if (Files.exists(path)) {
             long actual = Files.size(path);
             if (actual != size) {
@@ -40,7 +49,7 @@ public final class Region implements AutoCloseable {
                 f.setLength(size);
             }
         }
-        return map(path, size);
+        return map(path, size, hint);
     }
 
     /**
@@ -52,6 +61,11 @@ public final class Region implements AutoCloseable {
      * @throws IOException naming the file when it is absent, not a regular file, or of another size
      */
     public static Region openDevice(Path path, long size) throws IOException {
+        return openDevice(path, size, 0);
+    }
+
+    /** {@link #openDevice(Path, long)}, mapped at {@code hint} when that range is free (see {@link #openOrCreate(Path, long, long)}). */
+    public static Region openDevice(Path path, long size, long hint) throws IOException {
         if (!Files.exists(path)) {
             throw new IOException("region " + path + " does not exist (" + ServerKeys.REGION_KIND.name()
                     + " device: the device's memory file is never created)");
@@ -64,10 +78,10 @@ public final class Region implements AutoCloseable {
             throw new IOException("region " + path + " has " + actual + " bytes, configured " + ServerKeys.REGION_SIZE.name()
                     + " is " + size + " (" + ServerKeys.REGION_KIND.name() + " device: its size is the device's)");
         }
-        return map(path, size);
+        return map(path, size, hint);
     }
 
-    private static Region map(Path path, long size) throws IOException {
+    private static Region map(Path path, long size, long hint) throws IOException {
         int fd;
         try {
             fd = LibC.open(path.toString(), LibC.O_RDWR);
@@ -75,7 +89,8 @@ public final class Region implements AutoCloseable {
             throw new IOException("region " + path + ": open failed, errno " + e.getErrorCode(), e);
         }
         try {
-            long addr = LibC.mmap(0, size, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fd, 0);
+            // a hint, not MAP_FIXED: a range in use is never replaced, the kernel then picks another
+            long addr = LibC.mmap(hint, size, LibC.PROT_READ | LibC.PROT_WRITE, LibC.MAP_SHARED, fd, 0);
             return new Region(path, size, addr);
         } catch (LastErrorException e) {
             throw new IOException("region " + path + ": mmap of " + size + " bytes failed, errno " + e.getErrorCode(), e);
