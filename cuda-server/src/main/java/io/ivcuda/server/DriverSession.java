@@ -79,7 +79,20 @@ final class DriverSession implements AutoCloseable {
         }
         nativeDevice = out.value;
         // the region is registered once the primary context exists; pool copies are then DMA
-        if (backend.primaryCtxRetain(out, nativeDevice) != CuResult.SUCCESS) {
+        result = backend.primaryCtxRetain(out, nativeDevice);
+        // under MPS the first context may be refused while MPS recovers from a client's fatal fault
+        long deadline = System.nanoTime() + Main.MPS_WAIT_MS * 1_000_000;
+        while (Main.mpsNotReady(result) && System.nanoTime() - deadline < 0) {
+            LOG.warn("primary context of gpu {}: CUresult {} (MPS not ready); retrying", ordinal, result);
+            try {
+                Thread.sleep(1000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+            result = backend.primaryCtxRetain(out, nativeDevice);
+        }
+        if (result != CuResult.SUCCESS) {
             LOG.warn("primary context of gpu {} not available: the pool is not registered", ordinal);
             return;
         }

@@ -150,6 +150,11 @@ public final class Main implements Callable<Integer> {
     /** How long cuInit is retried while MPS is not ready (docs/sharing.md, "Fault recovery"). */
     static final long MPS_WAIT_MS = 60_000;
 
+    /** Whether {@code result} says MPS cannot take a new client yet (it may be recovering from a client's fault). */
+    static boolean mpsNotReady(int result) {
+        return result == MPS_CONNECTION_FAILED || result == MPS_RPC_FAILURE || result == MPS_SERVER_NOT_READY;
+    }
+
     /**
      * cuInit, retried for up to {@code waitMs} while it answers one of MPS's not-ready results: after a
      * fatal fault of any MPS client NVIDIA documents that the MPS server refuses new clients until every
@@ -159,8 +164,7 @@ public final class Main implements Callable<Integer> {
         int result = cuda.init(0);
         long deadline = System.nanoTime() + waitMs * 1_000_000;
         boolean said = false;
-        while ((result == MPS_CONNECTION_FAILED || result == MPS_RPC_FAILURE || result == MPS_SERVER_NOT_READY)
-                && System.nanoTime() - deadline < 0) {
+        while (mpsNotReady(result) && System.nanoTime() - deadline < 0) {
             if (!said) {
                 LogManager.getLogger(Main.class).warn("cuInit: CUresult {} (MPS not ready: it may be recovering from "
                         + "a fatal fault of one of its clients); retrying for up to {} s", result, waitMs / 1000);
