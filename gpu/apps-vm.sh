@@ -99,7 +99,13 @@ vm_guest() {
             case "${lib##*/}" in
                 libnvrtc.so*)
                     for f in "$(dirname "$lib")"/libnvrtc-builtins.so*; do
-                        [ -f "$f" ] && extra_files[$f]=1
+                        [ -f "$f" ] || continue
+                        extra_files[$f]=1
+                        # and what the builtins load in turn: a missing one fails their dlopen too
+                        while read -r dep; do
+                            case "${dep##*/}" in libcuda.so*) continue ;; esac
+                            libs[$dep]=1
+                        done < <(ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
                     done
                     ;;
             esac

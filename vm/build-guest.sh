@@ -233,7 +233,9 @@ for t in /tests/*; do
     t1=$(cut -d' ' -f1 /proc/uptime)
     echo "IVCUDA-TEST-END $name rc=$rc"
     echo "IVCUDA-TEST-TIME $name seconds=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')"
-    sed "s/^/IVCUDA-STDERR $name: /" /tmp/stderr
+    # awk ends every line, also a last one without its newline, which would otherwise run into
+    # the next program's BEGIN line (the H200 run of 2026-12-02 00:56 UTC lost two programs' output so)
+    awk -v p="IVCUDA-STDERR $name: " '{ print p $0 }' /tmp/stderr
 done
 . /etc/ivcuda-after
 echo IVCUDA-GUEST-DONE
