@@ -67,6 +67,7 @@ public final class CudaServer implements AutoCloseable {
     /** Replaces the process after a fatal fault (returns only when it failed: why); tests record instead. */
     private java.util.function.Function<String, String> replaceProcess = this::reexec;
     private final int recoveries = Reexec.recoveries(System.getenv());
+    private RecoveryBudget recoveryBudget;
     /** Where the image this one replaced mapped the region (0: none): asked for again. */
     private final long previousRegionAddress = Reexec.regionAddress(System.getenv());
 
@@ -137,8 +138,13 @@ public final class CudaServer implements AutoCloseable {
         driver = DriverSession.open(backend, region, layout.poolOffset(), config.gpu(), header::message);
         vm = new Vm(region, layout, backend, config.memoryQuota(), driver.gpu(), config.limits());
         vm.integrity(new IntegrityOracles(config.integrity(), vm.refusals()));
-        // doorbell mode: QEMU's connection to our ivshmem socket cannot survive an exec (QEMU does not reconnect)
-        vm.fatalFault().recovery(config.doorbell() ? this::stayPoisoned : this::recover, !config.doorbell());
+        // doorbell mode: QEMU's connection to our ivshmem socket cannot survive an exec (QEMU does not reconnect);
+        // and a server that replaced its CUDA process limit.recoveries times within the window does not again
+        recoveryBudget = RecoveryBudget.of(System.getenv(), config.limits().recoveries(),
+                config.limits().recoveriesWindowMs(), System.currentTimeMillis());
+        String cannotRestart = config.doorbell() ? "doorbell mode cannot restart it"
+                : recoveryBudget.allows() ? null : "the server will not replace it again (" + recoveryBudget.describe() + ")";
+        vm.fatalFault().recovery(cannotRestart == null ? this::recover : () -> stayPoisoned(cannotRestart), cannotRestart);
         header.driver(driver.features() | (config.doorbell() ? HeaderFlyweight.FEATURE_DOORBELL : 0),
                 vm.hostDriverVersion(), vm.poolDevicePointer());
         watcher = new ChannelWatcher(region, vm, config.doorbell(), config.waitIdleParkMs(), config.ownerTimeoutMs(),
@@ -202,17 +208,21 @@ public final class CudaServer implements AutoCloseable {
     /** Flushes logging and execs (Reexec); returns only why it failed. */
     private String reexec(String fault) {
         long address = region.address();
+        String times = recoveryBudget.withReplacementAt(System.currentTimeMillis());
         LogManager.shutdown();
         System.err.flush();
-        return Reexec.exec(fault, address);
+        return Reexec.exec(fault, address, times);
     }
 
-    /** Doorbell mode: a restart would lose QEMU's connection, so the VM stays poisoned and the admin is told. */
-    private void stayPoisoned() {
+    /**
+     * The server cannot replace its CUDA process: in doorbell mode a restart would lose QEMU's connection
+     * (QEMU cannot reconnect to a new ivshmem server), and past limit.recoveries it must not. The VM
+     * stays poisoned and the admin is told.
+     */
+    private void stayPoisoned(String why) {
         String fault = vm.fatalFault().fault();
-        LOG.warn("fatal GPU fault ({}): every process that held state exited, but in doorbell mode the server cannot "
-                + "replace its CUDA process (QEMU cannot reconnect to a new ivshmem server): the VM's CUDA stays "
-                + "unusable, new processes are refused — restart the VM", fault);
+        LOG.warn("fatal GPU fault ({}): every process that held state exited, but {}: the VM's CUDA stays "
+                + "unusable, new processes are refused — restart the VM", fault, why);
         header.message("a fatal GPU fault (" + fault + ") made this VM's CUDA unusable: restart the VM");
     }
 

@@ -64,7 +64,15 @@ final class Reexec {
 
     /** The environment of the new image: this one's, with the recovery's count and cause. */
     static String[] environment(Map<String, String> current, String fault, long regionAddress) {
+        return environment(current, fault, regionAddress, null);
+    }
+
+    /** As above, with the replacements' times for the next image's {@link RecoveryBudget} (null: unchanged). */
+    static String[] environment(Map<String, String> current, String fault, long regionAddress, String recoveryTimes) {
         Map<String, String> env = new TreeMap<>(current);
+        if (recoveryTimes != null) {
+            env.put(RecoveryBudget.TIMES, recoveryTimes);
+        }
         int before = recoveries(current);
         env.put(RECOVERIES, Integer.toString(before + 1));
         env.put(RECOVERED_FROM, fault.replace('\n', ' '));
@@ -99,7 +107,7 @@ final class Reexec {
      * Execs: returns only when it failed (the reason). The caller has stopped everything that must
      * not be cut short and flushed its logging.
      */
-    static String exec(String fault, long regionAddress) {
+    static String exec(String fault, long regionAddress, String recoveryTimes) {
         List<String> args;
         try {
             args = commandLine();
@@ -123,7 +131,7 @@ final class Reexec {
         }
         try {
             execve("/proc/self/exe", new StringArray(args.toArray(new String[0])),
-                    new StringArray(environment(System.getenv(), fault, regionAddress)));
+                    new StringArray(environment(System.getenv(), fault, regionAddress, recoveryTimes)));
             return "execve returned";
         } catch (LastErrorException e) {
             return "execve failed: errno " + e.getErrorCode();

@@ -77,6 +77,7 @@ public record ServerConfig(Path regionPath, long regionSize, RegionKind regionKi
         return new Limits(s.getInt(ServerKeys.LIMIT_HANDLES_PROCESS), s.getInt(ServerKeys.LIMIT_HANDLES_VM),
                 s.getInt(ServerKeys.LIMIT_ALLOCATIONS_PROCESS), s.getInt(ServerKeys.LIMIT_PROCESSES),
                 s.get(ServerKeys.LIMIT_MODULE_IMAGE_BYTES), s.getInt(ServerKeys.LOG_REFUSALS_PER_KIND),
-                s.get(ServerKeys.LOG_REFUSALS_WINDOW_MS));
+                s.get(ServerKeys.LOG_REFUSALS_WINDOW_MS), s.getInt(ServerKeys.LIMIT_RECOVERIES),
+                s.get(ServerKeys.LIMIT_RECOVERIES_WINDOW_MS));
     }
 }

@@ -102,6 +102,32 @@ class FaultRecoveryTest extends HostMemoryGuestCase {
     }
 
     @Test
+    void pastItsRecoveryLimitTheServerStaysPoisonedAndSaysRestartTheVm() throws Exception {
+        FaultingBackend backend = new FaultingBackend();
+        start(backend, "limit.recoveries=0");
+        AtomicReference<String> replaced = new AtomicReference<>();
+        server.replaceProcessWith(fault -> {
+            replaced.set(fault);
+            return null;
+        });
+        Channel a = greeted(0);
+        backend.faulted = true;
+        assertEquals(FatalFault.ILLEGAL_ADDRESS, a.call(Requests.cuCtxSynchronize()).result());
+        assertEquals(CuResult.SUCCESS, a.call(Requests.ivc_process_exit()).result());
+        a.release();
+        awaitTrue(() -> server.vm().fatalFault().recovering(), "the recovery action ran once the process was reclaimed");
+        Thread.sleep(200);
+        assertNull(replaced.get(), "no replacement past limit.recoveries");
+        assertEquals(HeaderFlyweight.STATE_READY, header().serverStateVolatile());
+        assertTrue(header().serverMessage().contains("restart the VM"), header().serverMessage());
+        // a newcomer is not told to retry (nothing will change): restart the VM
+        Channel b = guest.claim(1, NEXT);
+        assertEquals(CuResult.NOT_INITIALIZED, b.hello().result());
+        assertTrue(server.vm().fatalFault().helloRefusal().contains("will not replace it again"),
+                server.vm().fatalFault().helloRefusal());
+    }
+
+    @Test
     void anOrdinaryErrorLeavesTheServerAsItWas() throws Exception {
         start(new HostMemoryBackend());
         server.replaceProcessWith(fault -> {

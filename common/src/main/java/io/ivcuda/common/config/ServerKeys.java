@@ -68,6 +68,11 @@ public final class ServerKeys {
             "guest processes the server keeps state for at once").range(1, 1 << 20);
     public static final ConfigKey<Long> LIMIT_MODULE_IMAGE_BYTES = ConfigKey.of("limit.module.image.bytes", KeyType.BYTES,
             512L << 20, "module image bytes kept per VM, and as many in transit (reserved before allocation)").range(1 << 20, 1L << 34);
+    public static final ConfigKey<Long> LIMIT_RECOVERIES = ConfigKey.of("limit.recoveries", KeyType.NUMBER, 10L,
+            "times the server may replace its CUDA process after guests' fatal GPU faults within `limit.recoveries.window.ms`; "
+                    + "after that the VM's CUDA stays unusable until the VM restarts (0: never replace it)").range(0, 1000);
+    public static final ConfigKey<Long> LIMIT_RECOVERIES_WINDOW_MS = ConfigKey.of("limit.recoveries.window.ms", MS, 600_000L,
+            "the window of `limit.recoveries`").range(1000, 86_400_000);
     public static final ConfigKey<Long> LOG_REFUSALS_PER_KIND = ConfigKey.of("log.refusals.per.kind", KeyType.NUMBER, 5L,
             "log lines per kind of guest refusal or event per window; the rest are counted").range(1, 1000);
     public static final ConfigKey<Long> LOG_REFUSALS_WINDOW_MS = ConfigKey.of("log.refusals.window.ms", MS, 60_000L,

@@ -45,6 +45,8 @@ public final class FatalFault {
     private volatile String fault;
     private volatile Runnable recovery = () -> { };
     private volatile boolean restarts;
+    /** Why the server cannot replace its CUDA process (null where it can): said to every refused hello. */
+    private volatile String cannotRestart = "doorbell mode cannot restart it";
 
     /** @param owners the VM's processes (a reclaimed one leaves the map) */
     public FatalFault(Map<Long, Owner> owners) {
@@ -87,8 +89,17 @@ public final class FatalFault {
      *                 then told to retry; without it (doorbell mode) the VM stays poisoned
      */
     public void recovery(Runnable action, boolean restarts) {
+        recovery(action, restarts ? null : "doorbell mode cannot restart it");
+    }
+
+    /**
+     * As {@link #recovery(Runnable, boolean)}, with the reason the server cannot replace its CUDA
+     * process (null: it can), which every refused hello is told with "restart the VM".
+     */
+    public void recovery(Runnable action, String cannotRestart) {
         this.recovery = action;
-        this.restarts = restarts;
+        this.cannotRestart = cannotRestart;
+        this.restarts = cannotRestart == null;
     }
 
     /** A call of the process {@code pid} answered {@code result}: the first fatal one poisons the VM. */
@@ -109,7 +120,7 @@ public final class FatalFault {
                 + "ending the process); {} guest process(es) held state and keep getting errors; new processes are "
                 + "refused until they all exited, then {}", fault, affected.size(),
                 restarts ? "the server replaces its CUDA process (same pid, epoch + 1)"
-                        : "nothing: doorbell mode cannot restart the server, restart the VM");
+                        : "nothing: " + cannotRestart + ", restart the VM");
         check();
     }
 
@@ -146,8 +157,8 @@ public final class FatalFault {
         return restarts
                 ? "a fatal GPU fault (" + f + ") made the server's CUDA process unusable; it restarts once the "
                     + "processes that held state exited; retry"
-                : "a fatal GPU fault (" + f + ") made the server's CUDA process unusable and doorbell mode cannot "
-                    + "restart it: restart the VM";
+                : "a fatal GPU fault (" + f + ") made the server's CUDA process unusable and " + cannotRestart
+                    + ": restart the VM";
     }
 
     /** The result of a refused hello: retry (plain mode) or not (doorbell mode). */

@@ -19,15 +19,22 @@ import io.ivcuda.common.config.ServerKeys;
  * @param refusalLinesPerKind log lines per kind of refusal per {@code refusalWindowMs}; the rest are
  *                           counted, and said in the next line of that kind ({@code log.refusals.per.kind})
  * @param refusalWindowMs    the window of that limit ({@code log.refusals.window.ms})
+ * @param recoveries         replacements of the server's CUDA process after fatal GPU faults within
+ *                           {@code recoveriesWindowMs} ({@code limit.recoveries}): a guest that faults on
+ *                           purpose costs the host a JVM and driver start each time, and, under MPS, the
+ *                           other VMs on the GPU their CUDA work (docs/sharing.md)
+ * @param recoveriesWindowMs the window of that limit ({@code limit.recoveries.window.ms})
  */
 public record Limits(int handlesPerProcess, int handlesPerVm, int allocationsPerProcess, int processes,
-                     long imageBytes, int refusalLinesPerKind, long refusalWindowMs) {
+                     long imageBytes, int refusalLinesPerKind, long refusalWindowMs, int recoveries,
+                     long recoveriesWindowMs) {
 
     /** The defaults: those of the keys' declarations (common's ServerKeys). */
     public static final Limits DEFAULT = new Limits(intDefault(ServerKeys.LIMIT_HANDLES_PROCESS),
             intDefault(ServerKeys.LIMIT_HANDLES_VM), intDefault(ServerKeys.LIMIT_ALLOCATIONS_PROCESS),
             intDefault(ServerKeys.LIMIT_PROCESSES), ServerKeys.LIMIT_MODULE_IMAGE_BYTES.defaultValue(),
-            intDefault(ServerKeys.LOG_REFUSALS_PER_KIND), ServerKeys.LOG_REFUSALS_WINDOW_MS.defaultValue());
+            intDefault(ServerKeys.LOG_REFUSALS_PER_KIND), ServerKeys.LOG_REFUSALS_WINDOW_MS.defaultValue(),
+            intDefault(ServerKeys.LIMIT_RECOVERIES), ServerKeys.LIMIT_RECOVERIES_WINDOW_MS.defaultValue());
 
     private static int intDefault(ConfigKey<Long> key) {
         return Math.toIntExact(key.defaultValue());
