@@ -184,9 +184,13 @@ rm -f "$doorbell_region"
 fault_region=/dev/shm/ivcuda-xlang-fault-$$
 fault_trigger=$work/fault-once
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/fault" tests/xlang/fault.c -Lguest/target -lcuda || exit 1
+# start_host_memory_server sets server_pid, which the harness's cleanup stops: it must stay the run's
+# main server (the fault server is stopped below), or the main one outlives the run
+main_server_pid=$server_pid
 IVCUDA_HOST_MEMORY_FAULT=$fault_trigger start_host_memory_server "$fault_region" "$work/fault-server.log" \
-    --set region.size=67108864 --set domain.name=xlang-fault || exit 1
+    --set region.size=67108864 --set domain.name=xlang-fault || { kill "$server_pid" 2>/dev/null; server_pid=$main_server_pid; exit 1; }
 fault_pid=$server_pid
+server_pid=$main_server_pid
 epoch_of() { "$region_wait" --show "$fault_region" | sed -n 's/.* epoch=\([0-9]*\) .*/\1/p'; }
 epoch_before=$(epoch_of)
 : >"$fault_trigger"
