@@ -1,5 +1,6 @@
 package io.ivcuda.server;
 
+import io.ivcuda.common.config.ServerKeys;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.StringJoiner;
@@ -57,7 +58,7 @@ final class RecoveryBudget {
     /** The replacements counted, for log lines and the hellos' refusal. */
     String describe() {
         return recent.length + " replacement(s) of the CUDA process in the last " + windowMs / 1000
-                + " s, limit.recoveries " + limit;
+                + " s, " + ServerKeys.LIMIT_RECOVERIES.name() + " " + limit;
     }
 
     /** The value of {@link #TIMES} for the next image: the recent times and {@code nowMs}. */
