@@ -36,7 +36,7 @@ class FaultRecoveryTest extends HostMemoryGuestCase {
 
         @Override
         public int ctxSynchronize() {
-            return faulted ? FatalFault.ILLEGAL_ADDRESS : super.ctxSynchronize();
+            return faulted ? CuResult.ILLEGAL_ADDRESS : super.ctxSynchronize();
         }
     }
 
@@ -64,7 +64,7 @@ class FaultRecoveryTest extends HostMemoryGuestCase {
         Channel a = greeted(0);
         assertEquals(CuResult.SUCCESS, a.call(Requests.cuCtxSynchronize()).result());
         backend.faulted = true;
-        assertEquals(FatalFault.ILLEGAL_ADDRESS, a.call(Requests.cuCtxSynchronize()).result());
+        assertEquals(CuResult.ILLEGAL_ADDRESS, a.call(Requests.cuCtxSynchronize()).result());
         assertTrue(server.vm().fatalFault().poisoned());
         Properties status = status();
         assertTrue(status.getProperty(StatusFile.FATAL_FAULT, "").contains("CUDA_ERROR_ILLEGAL_ADDRESS"), status.toString());
@@ -112,7 +112,7 @@ class FaultRecoveryTest extends HostMemoryGuestCase {
         });
         Channel a = greeted(0);
         backend.faulted = true;
-        assertEquals(FatalFault.ILLEGAL_ADDRESS, a.call(Requests.cuCtxSynchronize()).result());
+        assertEquals(CuResult.ILLEGAL_ADDRESS, a.call(Requests.cuCtxSynchronize()).result());
         assertEquals(CuResult.SUCCESS, a.call(Requests.ivc_process_exit()).result());
         a.release();
         awaitTrue(() -> server.vm().fatalFault().recovering(), "the recovery action ran once the process was reclaimed");

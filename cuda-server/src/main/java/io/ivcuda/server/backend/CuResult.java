@@ -16,9 +16,19 @@ public final class CuResult {
     public static final int ILLEGAL_STATE = 401;
     public static final int NOT_FOUND = 500;
     public static final int NOT_READY = 600;
+    public static final int ILLEGAL_ADDRESS = 700;
+    public static final int LAUNCH_TIMEOUT = 702;
+    public static final int ASSERT = 710;
     public static final int HOST_MEMORY_ALREADY_REGISTERED = 712;
     public static final int HOST_MEMORY_NOT_REGISTERED = 713;
+    public static final int HARDWARE_STACK_ERROR = 714;
+    public static final int ILLEGAL_INSTRUCTION = 715;
+    public static final int MISALIGNED_ADDRESS = 716;
+    public static final int INVALID_ADDRESS_SPACE = 717;
+    public static final int INVALID_PC = 718;
+    public static final int LAUNCH_FAILED = 719;
     public static final int NOT_SUPPORTED = 801;
+    public static final int SYSTEM_NOT_READY = 802;
     public static final int UNKNOWN = 999;
 
     private CuResult() {
@@ -40,9 +50,19 @@ public final class CuResult {
             case ILLEGAL_STATE -> "CUDA_ERROR_ILLEGAL_STATE";
             case NOT_FOUND -> "CUDA_ERROR_NOT_FOUND";
             case NOT_READY -> "CUDA_ERROR_NOT_READY";
+            case ILLEGAL_ADDRESS -> "CUDA_ERROR_ILLEGAL_ADDRESS";
+            case LAUNCH_TIMEOUT -> "CUDA_ERROR_LAUNCH_TIMEOUT";
+            case ASSERT -> "CUDA_ERROR_ASSERT";
             case HOST_MEMORY_ALREADY_REGISTERED -> "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
             case HOST_MEMORY_NOT_REGISTERED -> "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED";
+            case HARDWARE_STACK_ERROR -> "CUDA_ERROR_HARDWARE_STACK_ERROR";
+            case ILLEGAL_INSTRUCTION -> "CUDA_ERROR_ILLEGAL_INSTRUCTION";
+            case MISALIGNED_ADDRESS -> "CUDA_ERROR_MISALIGNED_ADDRESS";
+            case INVALID_ADDRESS_SPACE -> "CUDA_ERROR_INVALID_ADDRESS_SPACE";
+            case INVALID_PC -> "CUDA_ERROR_INVALID_PC";
+            case LAUNCH_FAILED -> "CUDA_ERROR_LAUNCH_FAILED";
             case NOT_SUPPORTED -> "CUDA_ERROR_NOT_SUPPORTED";
+            case SYSTEM_NOT_READY -> "CUDA_ERROR_SYSTEM_NOT_READY";
             default -> "CUresult " + result;
         };
     }

@@ -183,7 +183,7 @@ public class HostMemoryBackend implements CudaBackend {
 
     @Override
     public int ctxSynchronize() {
-        return TestFault.take() ? TestFault.ILLEGAL_ADDRESS : CuResult.SUCCESS;
+        return TestFault.take() ? CuResult.ILLEGAL_ADDRESS : CuResult.SUCCESS;
     }
 
     /**
@@ -195,7 +195,6 @@ public class HostMemoryBackend implements CudaBackend {
      * backend reads the variable: a server on the GPU ({@code backend=cuda}) never looks at it.
      */
     static final class TestFault {
-        static final int ILLEGAL_ADDRESS = 700;
         private static final String FILE = System.getenv("IVCUDA_HOST_MEMORY_FAULT");
 
         private TestFault() {

@@ -25,18 +25,8 @@ import org.apache.logging.log4j.Logger;
 public final class FatalFault {
     private static final Logger LOG = LogManager.getLogger(FatalFault.class);
 
-    /** cuda.h's results after which "the process must be terminated and relaunched" (the sticky errors). */
-    public static final int ILLEGAL_ADDRESS = 700;
-    public static final int LAUNCH_TIMEOUT = 702;
-    public static final int ASSERT = 710;
-    public static final int HARDWARE_STACK_ERROR = 714;
-    public static final int ILLEGAL_INSTRUCTION = 715;
-    public static final int MISALIGNED_ADDRESS = 716;
-    public static final int INVALID_ADDRESS_SPACE = 717;
-    public static final int INVALID_PC = 718;
-    public static final int LAUNCH_FAILED = 719;
-    /** cuda.h CUDA_ERROR_SYSTEM_NOT_READY: a hello refused while the server replaces its CUDA process (retry). */
-    public static final int RESTARTING = 802;
+    /** The result of a hello refused while the server replaces its CUDA process: retry. */
+    public static final int RESTARTING = CuResult.SYSTEM_NOT_READY;
 
     private final Map<Long, Owner> owners;
     /** The processes that held state when the fault came: the recovery waits for all to be reclaimed. */
@@ -53,31 +43,19 @@ public final class FatalFault {
         this.owners = owners;
     }
 
-    /** Whether {@code result} is one of the sticky errors that leave the CUDA process unusable. */
+    /**
+     * Whether {@code result} is one of cuda.h's results after which "the process must be terminated
+     * and relaunched" (the sticky errors) and which so leave the CUDA process unusable.
+     */
     public static boolean fatal(int result) {
-        if (result < ILLEGAL_ADDRESS || result > LAUNCH_FAILED) {
+        if (result < CuResult.ILLEGAL_ADDRESS || result > CuResult.LAUNCH_FAILED) {
             return false; // the hot path: every call's result comes here
         }
         return switch (result) {
-            case ILLEGAL_ADDRESS, LAUNCH_TIMEOUT, ASSERT, HARDWARE_STACK_ERROR, ILLEGAL_INSTRUCTION,
-                MISALIGNED_ADDRESS, INVALID_ADDRESS_SPACE, INVALID_PC, LAUNCH_FAILED -> true;
+            case CuResult.ILLEGAL_ADDRESS, CuResult.LAUNCH_TIMEOUT, CuResult.ASSERT, CuResult.HARDWARE_STACK_ERROR,
+                CuResult.ILLEGAL_INSTRUCTION, CuResult.MISALIGNED_ADDRESS, CuResult.INVALID_ADDRESS_SPACE,
+                CuResult.INVALID_PC, CuResult.LAUNCH_FAILED -> true;
             default -> false;
-        };
-    }
-
-    public static String name(int result) {
-        return switch (result) {
-            case ILLEGAL_ADDRESS -> "CUDA_ERROR_ILLEGAL_ADDRESS";
-            case LAUNCH_TIMEOUT -> "CUDA_ERROR_LAUNCH_TIMEOUT";
-            case ASSERT -> "CUDA_ERROR_ASSERT";
-            case HARDWARE_STACK_ERROR -> "CUDA_ERROR_HARDWARE_STACK_ERROR";
-            case ILLEGAL_INSTRUCTION -> "CUDA_ERROR_ILLEGAL_INSTRUCTION";
-            case MISALIGNED_ADDRESS -> "CUDA_ERROR_MISALIGNED_ADDRESS";
-            case INVALID_ADDRESS_SPACE -> "CUDA_ERROR_INVALID_ADDRESS_SPACE";
-            case INVALID_PC -> "CUDA_ERROR_INVALID_PC";
-            case LAUNCH_FAILED -> "CUDA_ERROR_LAUNCH_FAILED";
-            case RESTARTING -> "CUDA_ERROR_SYSTEM_NOT_READY";
-            default -> CuResult.name(result);
         };
     }
 
@@ -114,7 +92,7 @@ public final class FatalFault {
             // before the fault is published: a reclaim that finishes meanwhile checks after it
             affected.addAll(owners.keySet());
             // ASCII: it goes into the status file (ISO-8859-1) and the header's server_message
-            fault = "pid " + pid + " " + Opcodes.name(opcode) + ": " + name(result);
+            fault = "pid " + pid + " " + Opcodes.name(opcode) + ": " + CuResult.name(result);
         }
         LOG.warn("fatal GPU fault: {}: the server's CUDA process is unusable (CUDA documents this error as "
                 + "ending the process); {} guest process(es) held state and keep getting errors; new processes are "
