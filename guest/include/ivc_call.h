@@ -31,6 +31,7 @@ struct ivc_call {
     const char *malformed;   /* what in the response was wrong, or NULL */
     uint64_t seq;
     int cache_miss;          /* insert into the cache at finish */
+    uint64_t published_ns;   /* when the request was published (IVCUDA_STATS only) */
 };
 
 CUresult ivc_begin(struct ivc_call *call, uint32_t opcode, const char *name);

@@ -12,6 +12,8 @@
 
 #include "cache.h"
 #include "call.h"
+#include "call_profile.h"
+#include "clock.h"
 #include "ivc_api.h"
 #include "log.h"
 #include "wait.h"
@@ -111,6 +113,8 @@ CUresult ivc_publish(struct ivc_call *call)
     ivc_write64(ch->request + 8, seq);
     ch->seq = seq;
     call->seq = seq;
+    if (ivc_profile_on)
+        call->published_ns = ivc_now_ns();
     ivc_store64(ch->base + IVC_CH_REQ_SEQ, seq);
     ivc_channel_notify(ch);
     return CUDA_SUCCESS;
@@ -167,6 +171,8 @@ CUresult ivc_await(struct ivc_call *call)
     }
     call->response = ch->response + IVC_MSG_HEADER;
     call->response_length = length;
+    if (ivc_profile_on)
+        ivc_profile_sync(call->opcode, call->name, ivc_now_ns() - call->published_ns);
     if (call->opcode != IVC_OP_ivc_device_output_read && ivc_read32(ch->base + IVC_CH_OUTPUT_PENDING) != 0)
         deliver_output(call); /* before the call returns, as natively */
     if (result != CUDA_SUCCESS && ivc_debug())
@@ -195,6 +201,8 @@ CUresult ivc_sync_cached(struct ivc_call *call)
     if (hit != NULL) {
         call->response = hit;
         call->response_length = length;
+        if (ivc_profile_on)
+            ivc_profile_cached(call->opcode, call->name);
         ivc_trace("%s (cached)", call->name);
         return CUDA_SUCCESS;
     }
@@ -232,11 +240,15 @@ CUresult ivc_async(struct ivc_call *call)
     uint64_t pad = position + total > size ? size - position : 0;
     /* Reading ring_head pulls in the server's cache line: only when the last value read
      * does not already prove there is room (the head only moves forward). */
+    uint64_t waited_ns = 0;
     if (tail + pad + total - ch->ring_head_seen > size) {
         struct ring_space need = {tail + pad + total, size};
+        uint64_t started = ivc_profile_on ? ivc_now_ns() : 0;
         CUresult r = ivc_wait_until(ch, ring_has_space, &need, "ring space", 0); /* ring_head raises no interrupt */
         if (r != CUDA_SUCCESS)
             return r;
+        if (ivc_profile_on)
+            waited_ns = ivc_now_ns() - started;
     }
     if (pad != 0) {
         ivc_write32(ch->ring + position, (uint32_t)pad);
@@ -256,6 +268,8 @@ CUresult ivc_async(struct ivc_call *call)
     ivc_store64(ch->base + IVC_CH_RING_TAIL, tail);
     ivc_channel_mark_queued(ch, tail);
     ivc_channel_notify(ch);
+    if (ivc_profile_on)
+        ivc_profile_queued(call->opcode, call->name, waited_ns);
     ivc_trace("%s (queued)", call->name);
     return CUDA_SUCCESS;
 }

@@ -16,6 +16,7 @@
 
 #include "staged_copy.h"
 #include "cache.h"
+#include "call_profile.h"
 #include "channel.h"
 #include "interrupts.h"
 #include "current_context.h"
@@ -36,6 +37,7 @@ static void forget_process(void)
     ivc_session_forget_process();
     ivc_cache_clear();
     ivc_interrupts_forget_process();
+    ivc_profile_forget_process();
     ivc_memory_forget_process();
     ivc_pinned_forget_process();
     ivc_module_forget_process();

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "call.h"
+#include "call_profile.h"
 #include "interrupts.h"
 #include "ivc_api.h"
 #include "log.h"
@@ -125,6 +126,7 @@ static void process_exit(void)
         notice(ch, IVC_OP_ivc_process_exit, "ivc_process_exit");
     __atomic_store_n(&process_exited, 1, __ATOMIC_RELEASE);
     ivc_interrupts_report();
+    ivc_profile_report();
     ivc_channel_release_all();
     thread_channel = NULL;
 }
