@@ -55,9 +55,10 @@ public final class ServerKeys {
             "channels in the region: 32, or as many as fit in half of a small region (0 = auto)").range(0, 4096).shown("auto");
     public static final ConfigKey<Long> CHANNEL_WINDOW = ConfigKey.of("channel.window", KeyType.BYTES, 0L,
             "bytes of each channel's data window (0 = derived)").range(0, 16 << 20).shown("derived");
-    public static final ConfigKey<Long> OWNER_TIMEOUT_MS = ConfigKey.of("owner.timeout.ms", MS, 1500L,
-            "a process whose heartbeat stood still this long while the VM's went on is reclaimed (protocol §7); raise it "
-                    + "where CUDA programs are stopped in a debugger").range(100, 3_600_000);
+    public static final ConfigKey<Long> OWNER_TIMEOUT_MS = ConfigKey.of("owner.timeout.ms", MS, 1200L,
+            "a process whose heartbeat stood still this long while the VM's went on is reclaimed (protocol §7): with the "
+                    + "server's check period (100 ms; doorbell mode 500 ms) its channels and memory come back within 2 s of its "
+                    + "death; raise it where CUDA programs are stopped in a debugger").range(100, 3_600_000);
     public static final ConfigKey<Long> LIMIT_HANDLES_PROCESS = ConfigKey.of("limit.handles.process", KeyType.NUMBER, 65_536L,
             "handles one guest process may hold (docs/threat-model.md, \"Limits\"; beyond any limit: a CUDA error)").range(1, 1 << 24);
     public static final ConfigKey<Long> LIMIT_HANDLES_VM = ConfigKey.of("limit.handles.vm", KeyType.NUMBER, 262_144L,
