@@ -69,6 +69,13 @@ public final class ServerKeys {
             "guest processes the server keeps state for at once").range(1, 1 << 20);
     public static final ConfigKey<Long> LIMIT_MODULE_IMAGE_BYTES = ConfigKey.of("limit.module.image.bytes", KeyType.BYTES,
             512L << 20, "module image bytes kept per VM, and as many in transit (reserved before allocation)").range(1 << 20, 1L << 34);
+    public static final ConfigKey<Long> LIMIT_DEVICE_OUTPUT_BYTES = ConfigKey.of("limit.device.output.bytes", KeyType.BYTES,
+            1L << 20, "device printf output kept per guest process until it reads it (the driver's default printf buffer); "
+                    + "beyond it the output is dropped and counted").range(4096, 256L << 20);
+    // one ivc_jit_log_read answers a log in one response area (64 KiB with its header): no more is kept
+    public static final ConfigKey<Long> LIMIT_JIT_LOG_BYTES = ConfigKey.of("limit.jit.log.bytes", KeyType.BYTES, 32L << 10,
+            "bytes of each JIT log (info, error) the server gives the driver per link state or module load; a longer log "
+                    + "is cut, as the driver cuts it at a smaller buffer").range(256, 60L << 10);
     public static final ConfigKey<Long> LIMIT_RECOVERIES = ConfigKey.of("limit.recoveries", KeyType.NUMBER, 10L,
             "times the server may replace its CUDA process after guests' fatal GPU faults within `limit.recoveries.window.ms`; "
                     + "after that the VM's CUDA stays unusable until the VM restarts (0: never replace it)").range(0, 1000);
