@@ -27,6 +27,8 @@
 #   VM_RESERVE_S          seconds at the end of TOTAL_BUDGET_S that builds and native runs leave to
 #                         the guests [240]
 #   IVCUDA_VM_CARRY       QEMU and the guest's kernel and busybox [.vmcarry] (vm/prepare-gpu-carry.sh)
+#   VM_PROGRAM_ENV        NAME=VALUE words exported to every program in the guests, for a diagnosis
+#                         (e.g. LD_DEBUG=libs: the loader's search, on the program's stderr) [none]
 
 VM_ACCEL=${VM_ACCEL:-tcg}
 VM_COUNT=${VM_COUNT:-4}
@@ -101,7 +103,8 @@ vm_guest() {
                     for f in "$(dirname "$lib")"/libnvrtc-builtins.so*; do
                         [ -f "$f" ] || continue
                         extra_files[$f]=1
-                        # and what the builtins load in turn: a missing one fails their dlopen too
+                        # and what the builtins load in turn (a missing one fails their dlopen
+                        # too): build-guest.sh copies them; counted here for the image's size
                         while read -r dep; do
                             case "${dep##*/}" in libcuda.so*) continue ;; esac
                             libs[$dep]=1
@@ -114,8 +117,10 @@ vm_guest() {
         read -r -a args <<<"${SAMPLE_ARGS[$s]:-}"
         # at its build directory's path and run as natively (from there, by that path): samples print
         # their argv[0], and the H200 run of 22:13 UTC differed in that line alone where it was ./name
-        printf '#!/bin/sh\n# %s (gpu/apps-vm.sh)\nexport LD_LIBRARY_PATH=/usr/lib/ivcuda%s\nexec /usr/bin/ivcuda-budget-run %q %q%s\n' \
-            "$p" "$(printf ':%s' "${!lib_dirs[@]}")" "$bld" "$bld/$s" "${args[*]:+$(printf ' %q' "${args[@]}")}" >"$stage/tests/$name"
+        local env_line=""
+        [ -n "${VM_PROGRAM_ENV:-}" ] && env_line="export $VM_PROGRAM_ENV"
+        printf '#!/bin/sh\n# %s (gpu/apps-vm.sh)\nexport LD_LIBRARY_PATH=/usr/lib/ivcuda%s\n%s\nexec /usr/bin/ivcuda-budget-run %q %q%s\n' \
+            "$p" "$(printf ':%s' "${!lib_dirs[@]}")" "$env_line" "$bld" "$bld/$s" "${args[*]:+$(printf ' %q' "${args[@]}")}" >"$stage/tests/$name"
         sample_files+=(--files "$stage/corpus/$p=$bld")
         chmod +x "$stage/tests/$name"
     done
