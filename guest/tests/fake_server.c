@@ -240,6 +240,8 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
     }
     case IVC_OP_cuKernelSetAttribute: { /* (attrib, val, kernel, dev) */
         atomic_fetch_add(&fake.kernel_attribute_sets, 1);
+        if (atomic_load(&fake.refuse_kernel_attribute_sets))
+            return CUDA_ERROR_INVALID_VALUE;
         r_u64(in);
         atomic_store(&fake.attribute_value, (int)r_u64(in) - 1024);
         return CUDA_SUCCESS;

@@ -56,6 +56,7 @@ struct fake_state {
     atomic_int topology_asks;       /* ivc_sm_topology requests */
     atomic_int attribute_value;     /* every function attribute's value, less 1024 (0: 1024) */
     atomic_int kernel_attribute_gets, kernel_attribute_sets; /* opcodes above fake.calls' 256 */
+    atomic_int refuse_kernel_attribute_sets;                 /* answer them CUDA_ERROR_INVALID_VALUE */
     atomic_int is_capturing_asks, capturing; /* cuStreamIsCapturing requests; a capture runs */
     atomic_int per_context_asks;    /* cuKernelGetFunction and cuCtxGetLimit requests */
     atomic_int enumerate_calls;     /* ivc_library_enumerate_kernels requests */

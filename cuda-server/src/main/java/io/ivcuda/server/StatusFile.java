@@ -168,7 +168,7 @@ final class StatusFile {
         p.setProperty(REFUSALS, Long.toString(total));
     }
 
-    static final String REFUSALS = "refusals";
+    static final String REFUSALS = VmFigures.REFUSALS;
     /** How many times the server replaced its CUDA process after a fatal GPU fault (docs/operations.md). */
     static final String RECOVERIES = io.ivcuda.common.metrics.VmFigures.RECOVERIES;
     /** Present while a fatal GPU fault poisons the VM: the faulting pid, function and result. */

@@ -5,10 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.server.FakeGuest.Channel;
 import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.HostMemoryBackend;
+import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.server.gen.Requests;
 import io.ivcuda.wire.ChannelFlyweight;
@@ -47,6 +49,33 @@ class HostileGuestTest extends HostMemoryGuestCase {
         final AtomicBoolean inside = new AtomicBoolean();
         final AtomicInteger freesWhileInside = new AtomicInteger();
         final AtomicInteger frees = new AtomicInteger();
+        /** Events and streams the "driver" made and destroyed: a refused call must have made none. */
+        final AtomicInteger objectsCreated = new AtomicInteger();
+        final AtomicInteger objectsDestroyed = new AtomicInteger();
+
+        @Override
+        public int eventCreate(Out o, int flags) {
+            objectsCreated.incrementAndGet();
+            return super.eventCreate(o, flags);
+        }
+
+        @Override
+        public int streamCreate(Out o, int flags, int priority) {
+            objectsCreated.incrementAndGet();
+            return super.streamCreate(o, flags, priority);
+        }
+
+        @Override
+        public int eventDestroy(long event) {
+            objectsDestroyed.incrementAndGet();
+            return super.eventDestroy(event);
+        }
+
+        @Override
+        public int streamDestroy(long stream) {
+            objectsDestroyed.incrementAndGet();
+            return super.streamDestroy(stream);
+        }
 
         @Override
         public int memset(int width, long dst, int value, long count, long stream, boolean async) {
@@ -286,6 +315,54 @@ class HostileGuestTest extends HostMemoryGuestCase {
         Channel other = hello(1, OTHER);
         assertEquals(CuResult.SUCCESS, other.call(Requests.cuStreamCreate(0)).result());
         assertTrue(log.count(Level.WARN) <= 10, "lines: " + log.count(Level.WARN));
+    }
+
+    /**
+     * 5: handles are bounded per VM too: two processes, each far below its own limit, together reach
+     * {@code limit.handles.vm}; either one's next handle gets CUDA_ERROR_OUT_OF_MEMORY (threat-model,
+     * "Limits") before the driver object is made, a destroy makes room again, and their exits give
+     * every handle and driver object back.
+     */
+    @Test
+    void handlesAreBoundedPerVm() throws Exception {
+        start("limit.handles.vm=60");
+        Channel a = hello(0, TOKEN);
+        Channel b = hello(1, OTHER);
+        for (int i = 0; i < 40; i++) {
+            assertEquals(CuResult.SUCCESS, a.call(Requests.cuEventCreate(0)).result());
+        }
+        List<Long> bEvents = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            Response r = b.call(Requests.cuEventCreate(0));
+            assertEquals(CuResult.SUCCESS, r.result());
+            bEvents.add(r.out(0));
+        }
+        for (int i = 0; i < 100; i++) {
+            assertEquals(CuResult.OUT_OF_MEMORY, b.call(Requests.cuEventCreate(0)).result());
+            assertEquals(CuResult.OUT_OF_MEMORY, a.call(Requests.cuStreamCreate(0)).result());
+        }
+        assertEquals(60, server.vm().handles().size());
+        assertEquals(60, backend.objectsCreated.get(), "the refused calls made no driver object");
+        // counted each, logged 5 times per kind (log.refusals.per.kind), naming the limits
+        assertEquals(100, server.vm().refusals().count("cuEventCreate phEvent"));
+        assertEquals(100, server.vm().refusals().count("cuStreamCreate phStream"));
+        assertEquals(10, log.lines().stream().filter(l -> l.contains(ServerKeys.LIMIT_HANDLES_VM.name())).count(),
+                log.lines().toString());
+
+        // one destroyed: room for exactly one more, for either process
+        assertEquals(CuResult.SUCCESS, b.call(Requests.cuEventDestroy_v2(bEvents.get(0))).result());
+        assertEquals(CuResult.SUCCESS, a.call(Requests.cuStreamCreate(0)).result());
+        assertEquals(CuResult.OUT_OF_MEMORY, b.call(Requests.cuEventCreate(0)).result());
+
+        assertEquals(CuResult.SUCCESS, a.call(Requests.ivc_process_exit()).result());
+        assertEquals(CuResult.SUCCESS, b.call(Requests.ivc_process_exit()).result());
+        awaitTrue(() -> server.vm().handles().size() == 0, "every handle of both processes released");
+        assertEquals(61, backend.objectsCreated.get());
+        awaitTrue(() -> backend.objectsDestroyed.get() == 61, "every driver object destroyed, none twice");
+        Channel next = hello(2, (4444L << 32) | 0x9abc);
+        for (int i = 0; i < 60; i++) {
+            assertEquals(CuResult.SUCCESS, next.call(Requests.cuEventCreate(0)).result(), "the VM's room is whole again");
+        }
     }
 
     /** 5: a module upload's announced size is checked against the limit before anything is allocated. */

@@ -68,6 +68,9 @@ class MetricsTest extends HostMemoryGuestCase {
         assertEquals(100, p.value("ivcuda_compute_share_percent", with(vm, "state", "whole-gpu")));
         assertTrue(p.value("ivcuda_busy_seconds_total", vm) > 0, "the calls took some time");
         assertEquals(0, p.value("ivcuda_kernel_launches_total", vm), "the host-memory backend launches nothing");
+        // the free of nothing was refused (RefusalLog's kind "ivc_mem_free dptr"), as status --json counts it
+        assertEquals(1, p.value("ivcuda_refusals_total", with(vm, "kind", "ivc_mem_free.dptr")));
+        assertEquals("counter", p.types.get("ivcuda_refusals_total"));
 
         Map<String, String> process = with(vm, "pid", Integer.toString(PID));
         // hello, cuInit, 2 allocs, 3 + 1 copies, 1 free

@@ -314,23 +314,14 @@ final class StatusReport {
                 paths.regionFile().toString(), number(status, ServerKeys.REGION_SIZE.name()), pids(status.getProperty("processes")),
                 integer(status, "channels.attached"), integer(status, "channels.total"),
                 number(status, "memory.held"), number(status, ServerKeys.MEMORY_QUOTA.name()), status.getProperty("written"),
-                number(status, "refusals"), refusalsByKind(status), integer(status, ServerKeys.COMPUTE_SHARE.name()),
+                number(status, VmFigures.REFUSALS), refusalsByKind(status), integer(status, ServerKeys.COMPUTE_SHARE.name()),
                 status.getProperty("compute.share.state"), status.getProperty("compute.share.problem"),
                 status.getProperty(VmFigures.TOTAL + "calls") == null ? null : VmFigures.read(status, "", "").totals());
     }
 
     /** The server's refusal counters ({@code refusals.KIND} keys of its status file), by kind. */
     static java.util.Map<String, Long> refusalsByKind(Properties status) {
-        java.util.Map<String, Long> out = new java.util.TreeMap<>();
-        for (String key : status.stringPropertyNames()) {
-            if (key.startsWith("refusals.")) {
-                Long n = number(status, key);
-                if (n != null) {
-                    out.put(key.substring("refusals.".length()), n);
-                }
-            }
-        }
-        return out;
+        return VmFigures.refusalsByKind(status);
     }
 
     /**

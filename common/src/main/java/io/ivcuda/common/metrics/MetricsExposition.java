@@ -45,6 +45,8 @@ public final class MetricsExposition {
                 "times the server replaced its CUDA process after a fatal GPU fault of a guest process");
         GaugeSnapshot.Builder fatal = gauge("ivcuda_fatal_fault",
                 "1 while a fatal GPU fault of a guest process poisons the VM (new processes wait), else 0");
+        CounterSnapshot.Builder refusals = counter("ivcuda_refusals",
+                "requests, ring records and claims the server refused (logged or not), by kind: the operation and the field at fault");
         for (VmFigures vm : vms) {
             Labels labels = vmLabels(vm);
             for (Map.Entry<String, Long> e : vm.callsByFunction().entrySet()) {
@@ -62,6 +64,11 @@ public final class MetricsExposition {
             processes.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().labels(labels).value(vm.processes().size()).build());
             recoveries.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().labels(labels).value(vm.recoveries()).build());
             fatal.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().labels(labels).value(vm.fatalFault() ? 1 : 0).build());
+            // the status file's refusals.KIND counters; the server keeps them per VM, not per process
+            for (Map.Entry<String, Long> e : vm.refusalsByKind().entrySet()) {
+                refusals.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().labels(labels.add("kind", e.getKey()))
+                        .value(e.getValue()).build());
+            }
         }
         families.add(calls.build());
         families.add(errors.build());
@@ -71,6 +78,7 @@ public final class MetricsExposition {
         families.add(processes.build());
         families.add(recoveries.build());
         families.add(fatal.build());
+        families.add(refusals.build());
         // the same totals for the VM and, labelled with its pid, for each of its processes
         totals(families, vms, "copied_to_device_bytes", "bytes copied from the guest to the GPU", VmFigures.Totals::bytesToDevice);
         totals(families, vms, "copied_to_host_bytes", "bytes copied from the GPU to the guest", VmFigures.Totals::bytesToHost);

@@ -17,10 +17,14 @@ import java.util.TreeMap;
  * @param processes the guest processes the server holds state for now, by pid
  * @param recoveries how many times the server replaced its CUDA process after a fatal GPU fault
  * @param fatalFault whether a fatal GPU fault poisons the VM now (docs/architecture.md, "Fault recovery")
+ * @param refusalsByKind what the server refused since it started (requests, records, claims; logged or not), by
+ *        RefusalLog's kind as the status file spells it ({@code ivc_mem_alloc.bytesize}): the server counts these per
+ *        VM only, so there is no per-process figure of them
  */
 public record VmFigures(String domainName, String domainUuid, long memoryHeld, long memoryQuota, int computeShare,
                         String computeShareState, Map<String, Long> callsByFunction, Map<String, Long> errorsByFunction,
-                        Totals totals, Map<Integer, Totals> processes, long recoveries, boolean fatalFault) {
+                        Totals totals, Map<Integer, Totals> processes, long recoveries, boolean fatalFault,
+                        Map<String, Long> refusalsByKind) {
 
     /** The status file's keys (written by the server, read here). */
     public static final String CALLS = "calls.";
@@ -31,6 +35,8 @@ public record VmFigures(String domainName, String domainUuid, long memoryHeld, l
     public static final String RECOVERIES = "recoveries";
     /** Present while a fatal GPU fault poisons the VM (its value: pid, function, result). */
     public static final String FATAL_FAULT = "fatal.fault";
+    /** Every refusal since the server started; {@code refusals.KIND} the count of one kind. */
+    public static final String REFUSALS = "refusals";
 
     /**
      * Totals of a VM or of one process.
@@ -80,7 +86,20 @@ public record VmFigures(String domainName, String domainUuid, long memoryHeld, l
         }
         return new VmFigures(domainName, domainUuid, number(p, MEMORY_HELD), number(p, ServerKeys.MEMORY_QUOTA.name()),
                 (int) Math.max(0, Math.min(100, number(p, ServerKeys.COMPUTE_SHARE.name()))), p.getProperty("compute.share.state", ""),
-                calls, errors, Totals.read(p, TOTAL), processes, number(p, RECOVERIES), p.getProperty(FATAL_FAULT) != null);
+                calls, errors, Totals.read(p, TOTAL), processes, number(p, RECOVERIES), p.getProperty(FATAL_FAULT) != null,
+                refusalsByKind(p));
+    }
+
+    /** The server's refusal counters ({@code refusals.KIND} keys of its status file), by kind; garbled ones left out. */
+    public static Map<String, Long> refusalsByKind(Properties p) {
+        Map<String, Long> out = new TreeMap<>();
+        String prefix = REFUSALS + ".";
+        for (String key : p.stringPropertyNames()) {
+            if (key.startsWith(prefix) && key.length() > prefix.length() && isNumber(p.getProperty(key))) {
+                out.put(key.substring(prefix.length()), number(p, key));
+            }
+        }
+        return out;
     }
 
     private static boolean isNumber(String text) {
