@@ -20,18 +20,21 @@
 #   VM_COUNT              guests at once [4]
 #   VM_CPUS               vCPUs per guest [2]
 #   VM_MEMORY_MB          per guest [2048 + three times its image, unpacked]
-#   VM_PROGRAM_TIMEOUT_S  per program inside a guest [60]
+#   VM_PROGRAM_TIMEOUT_S  per program inside a guest [120: sortingNetworks' CPU-side check takes 69 s
+#                         under TCG on the H200 machine (2026-12-02 03:11 UTC), native 2.3-2.5 s]
 #   VM_INITRD_COMPRESS    none, zstd or gzip [none: with cuBLAS, cuFFT, cuSOLVER... an image is ~2 GB,
 #                         and on the dev machine a 1.9 GB image booted under TCG in 50 s uncompressed,
 #                         60 s from zstd (638 MB); gzip is slower still, and zstd may be missing]
 #   VM_RESERVE_S          seconds at the end of TOTAL_BUDGET_S that builds and native runs leave to
 #                         the guests [240]
 #   IVCUDA_VM_CARRY       QEMU and the guest's kernel and busybox [.vmcarry] (vm/prepare-gpu-carry.sh)
+#   VM_PROGRAM_ENV        NAME=VALUE words exported to every program in the guests, for a diagnosis
+#                         (e.g. LD_DEBUG=libs: the loader's search, on the program's stderr) [none]
 
 VM_ACCEL=${VM_ACCEL:-tcg}
 VM_COUNT=${VM_COUNT:-4}
 VM_CPUS=${VM_CPUS:-2}
-VM_PROGRAM_TIMEOUT_S=${VM_PROGRAM_TIMEOUT_S:-60}
+VM_PROGRAM_TIMEOUT_S=${VM_PROGRAM_TIMEOUT_S:-120}
 VM_RESERVE_S=${VM_RESERVE_S:-240}
 VM_INITRD_COMPRESS=${VM_INITRD_COMPRESS:-none}
 VM_MEMORY_GIVEN=${VM_MEMORY_MB:-}
@@ -101,7 +104,8 @@ vm_guest() {
                     for f in "$(dirname "$lib")"/libnvrtc-builtins.so*; do
                         [ -f "$f" ] || continue
                         extra_files[$f]=1
-                        # and what the builtins load in turn: a missing one fails their dlopen too
+                        # and what the builtins load in turn (a missing one fails their dlopen
+                        # too): build-guest.sh copies them; counted here for the image's size
                         while read -r dep; do
                             case "${dep##*/}" in libcuda.so*) continue ;; esac
                             libs[$dep]=1
@@ -114,8 +118,10 @@ vm_guest() {
         read -r -a args <<<"${SAMPLE_ARGS[$s]:-}"
         # at its build directory's path and run as natively (from there, by that path): samples print
         # their argv[0], and the H200 run of 22:13 UTC differed in that line alone where it was ./name
-        printf '#!/bin/sh\n# %s (gpu/apps-vm.sh)\nexport LD_LIBRARY_PATH=/usr/lib/ivcuda%s\nexec /usr/bin/ivcuda-budget-run %q %q%s\n' \
-            "$p" "$(printf ':%s' "${!lib_dirs[@]}")" "$bld" "$bld/$s" "${args[*]:+$(printf ' %q' "${args[@]}")}" >"$stage/tests/$name"
+        local env_line=""
+        [ -n "${VM_PROGRAM_ENV:-}" ] && env_line="export $VM_PROGRAM_ENV"
+        printf '#!/bin/sh\n# %s (gpu/apps-vm.sh)\nexport LD_LIBRARY_PATH=/usr/lib/ivcuda%s\n%s\nexec /usr/bin/ivcuda-budget-run %q %q%s\n' \
+            "$p" "$(printf ':%s' "${!lib_dirs[@]}")" "$env_line" "$bld" "$bld/$s" "${args[*]:+$(printf ' %q' "${args[@]}")}" >"$stage/tests/$name"
         sample_files+=(--files "$stage/corpus/$p=$bld")
         chmod +x "$stage/tests/$name"
     done

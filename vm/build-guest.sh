@@ -11,7 +11,7 @@
 #   OUTDIR/vmlinuz, OUTDIR/initramfs.cpio.gz are written; GUEST_LIB_DIR holds libcuda.so.1.
 #   --args ARGS       every program runs as "PROGRAM ARGS" (ARGS word-split in the guest)
 #   --files SRC=DEST  copies the file or directory SRC to DEST inside the guest (e.g. kernels);
-#                     the shared libraries of executables among them are copied too (for a
+#                     the shared libraries of executables and shared objects among them are copied too (for a
 #                     directory: those its executables and shared objects need from outside it)
 #   --modules NAMES   kernel modules (names separated by spaces or commas, - and _ alike) of the
 #                     same kernel package, with the modules they depend on (their modinfo
@@ -181,7 +181,11 @@ for spec in "${files[@]}"; do
     dest=${spec#*=}
     mkdir -p "$root$(dirname "$dest")"
     cp -rL "$src" "$root$dest"
-    if [ -f "$src" ] && [ -x "$src" ]; then copy_libs_of "$src"; fi
+    # an executable's libraries, and a shared object's (a library opened by name at run time, as
+    # libnvrtc opens its builtins, is often not executable: its own needs are still needed)
+    if [ -f "$src" ] && { [ -x "$src" ] || [ "$(head -c 4 "$src" | od -An -c | tr -d ' ')" = '177ELF' ]; }; then
+        copy_libs_of "$src"
+    fi
     if [ -d "$src" ]; then
         tree=$(cd "$src" && pwd -P)
         while IFS= read -r -d '' f; do
