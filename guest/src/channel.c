@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "channel.h"
+#include "region_check.h"
 #include "restart.h"
 #include "clock.h"
 #include "interrupts.h"

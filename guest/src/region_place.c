@@ -15,7 +15,7 @@
 
 #include "ivc_api.h"
 #include "log.h"
-#include "region.h"
+#include "region_check.h"
 #include "region_place.h"
 
 #ifndef MAP_FIXED_NOREPLACE

@@ -30,10 +30,10 @@ static uint64_t device_used;
 
 void fake_write_header(uint8_t *base, uint64_t region_size)
 {
-    memset(base, 0, 4096);
+    memset(base, 0, IVC_HEADER_SIZE);
     ivc_write64(base + IVC_HDR_MAGIC, IVC_MAGIC);
     ivc_write32(base + IVC_HDR_PROTOCOL_VERSION, IVC_PROTOCOL_VERSION);
-    ivc_write32(base + IVC_HDR_HEADER_SIZE, 4096);
+    ivc_write32(base + IVC_HDR_HEADER_SIZE, IVC_HEADER_SIZE);
     ivc_write64(base + IVC_HDR_REGION_SIZE, region_size);
     ivc_write32(base + IVC_HDR_EPOCH, 1);
     ivc_write32(base + IVC_HDR_HOST_DRIVER_VERSION, 13000);
@@ -43,7 +43,7 @@ void fake_write_header(uint8_t *base, uint64_t region_size)
     ivc_write64(base + IVC_HDR_API_HASH, IVC_API_HASH);
     ivc_write32(base + IVC_HDR_CHANNEL_COUNT, FAKE_CHANNELS);
     ivc_write32(base + IVC_HDR_CHANNEL_STRIDE, FAKE_STRIDE);
-    ivc_write64(base + IVC_HDR_CHANNEL_TABLE_OFFSET, 4096);
+    ivc_write64(base + IVC_HDR_CHANNEL_TABLE_OFFSET, FAKE_CHANNEL_TABLE);
     ivc_write32(base + IVC_HDR_REQUEST_AREA_SIZE, FAKE_REQUEST_AREA);
     ivc_write32(base + IVC_HDR_RESPONSE_AREA_SIZE, FAKE_RESPONSE_AREA);
     ivc_write32(base + IVC_HDR_RING_SIZE, FAKE_RING);
@@ -109,7 +109,7 @@ static void w_buf(struct writer *w, const void *bytes, uint64_t length)
 
 static uint8_t *channel_base(int i)
 {
-    return region + 4096 + (size_t)i * FAKE_STRIDE;
+    return FAKE_CHANNEL(region, i);
 }
 
 static uint8_t *device_at(uint64_t address, uint64_t size)

@@ -7,13 +7,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ivc_region.h"
+
 #define FAKE_CHANNELS 8
 #define FAKE_REQUEST_AREA 4096
 #define FAKE_RESPONSE_AREA 4096
 #define FAKE_RING 1024
 #define FAKE_WINDOW 8192
 #define FAKE_STRIDE 20480
-#define FAKE_POOL_OFFSET (4096 + FAKE_CHANNELS * FAKE_STRIDE)
+/* The channel table follows the header: the guest requires channel_table_offset == header_size
+ * (protocol §2), both the generated IVC_HEADER_SIZE. */
+#define FAKE_CHANNEL_TABLE IVC_HEADER_SIZE
+/* channel i's first byte in a mapping of the fake region */
+#define FAKE_CHANNEL(region, i) ((region) + FAKE_CHANNEL_TABLE + (size_t)(i) * FAKE_STRIDE)
+#define FAKE_POOL_OFFSET (FAKE_CHANNEL_TABLE + FAKE_CHANNELS * FAKE_STRIDE)
 #define FAKE_POOL_SIZE (1u << 20)
 #define FAKE_REGION_SIZE (FAKE_POOL_OFFSET + FAKE_POOL_SIZE)
 /* the graph handle cuStreamEndCapture answers (kind 50: graph) */

@@ -64,17 +64,17 @@ int main(void)
     int fd = open(region_path, O_RDWR);
     uint8_t *region = mmap(NULL, FAKE_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
-    ivc_write64(region + 4096 + 0 * FAKE_STRIDE + IVC_CH_OWNER, 0xdead00000001ULL);
-    ivc_write64(region + 4096 + 1 * FAKE_STRIDE + IVC_CH_OWNER, 0xdead00000001ULL);
+    ivc_write64(FAKE_CHANNEL(region, 0) + IVC_CH_OWNER, 0xdead00000001ULL);
+    ivc_write64(FAKE_CHANNEL(region, 1) + IVC_CH_OWNER, 0xdead00000001ULL);
     setenv("IVCUDA_SYSFS_ROOT", root, 1);
     unsetenv("IVCUDA_REGION");
 
     CHECK(cuInit(0) == CUDA_SUCCESS);
     CHECK(doorbell_value(bar0) == 2);
-    CHECK(ivc_load64(region + 4096 + 2 * FAKE_STRIDE + IVC_CH_OWNER) >> 32 == (uint64_t)getpid());
+    CHECK(ivc_load64(FAKE_CHANNEL(region, 2) + IVC_CH_OWNER) >> 32 == (uint64_t)getpid());
 
     fake.parked = 0;
-    while (ivc_load32(region + 4096 + 2 * FAKE_STRIDE + IVC_CH_SERVER_PARKED) != 0)
+    while (ivc_load32(FAKE_CHANNEL(region, 2) + IVC_CH_SERVER_PARKED) != 0)
         usleep(100);
     int bar = open(bar0, O_WRONLY);
     CHECK(bar >= 0 && pwrite(bar, zeros, 16, 0) == 16);

@@ -265,7 +265,7 @@ int main(void)
     uint8_t *region = mmap(NULL, FAKE_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     for (int i = 0; i < FAKE_CHANNELS; i++)
-        CHECK(ivc_load32(region + 4096 + (uint64_t)i * FAKE_STRIDE + IVC_CH_GUEST_WAITING) == 0);
+        CHECK(ivc_load32(FAKE_CHANNEL(region, i) + IVC_CH_GUEST_WAITING) == 0);
 
     /* a streamed copy (window chunks) sleeps on server_chunk too */
     atomic_store(&fake.response_delay_us, 0);

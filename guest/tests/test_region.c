@@ -11,6 +11,7 @@
 #include "ivc_api.h"
 #include "ivc_internal.h"
 #include "region.h"
+#include "region_check.h"
 
 static uint8_t *image;
 

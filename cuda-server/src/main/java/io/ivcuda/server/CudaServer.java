@@ -9,6 +9,7 @@ import io.ivcuda.server.backend.StdoutCapture;
 import io.ivcuda.server.channel.DoorbellIdle;
 import io.ivcuda.server.channel.IdleWait;
 import io.ivcuda.server.channel.PlainIdle;
+import io.ivcuda.server.core.FatalFault;
 import io.ivcuda.server.core.Vm;
 import io.ivcuda.server.doorbell.Doorbells;
 import io.ivcuda.server.doorbell.EventFd;
@@ -16,7 +17,6 @@ import io.ivcuda.server.doorbell.IvshmemServer;
 import io.ivcuda.server.doorbell.NativeFiles;
 import io.ivcuda.server.doorbell.PeerCredentials;
 import io.ivcuda.server.doorbell.PeerPolicy;
-import io.ivcuda.server.integrity.IntegrityOracles;
 import io.ivcuda.server.region.Layout;
 import io.ivcuda.server.region.Region;
 import io.ivcuda.wire.HeaderFlyweight;
@@ -136,15 +136,17 @@ public final class CudaServer implements AutoCloseable {
             StdoutCapture.install();
         }
         driver = DriverSession.open(backend, region, layout.poolOffset(), config.gpu(), header::message);
-        vm = new Vm(region, layout, backend, config.memoryQuota(), driver.gpu(), config.limits());
-        vm.integrity(new IntegrityOracles(config.integrity(), vm.refusals()));
         // doorbell mode: QEMU's connection to our ivshmem socket cannot survive an exec (QEMU does not reconnect);
         // and a server that replaced its CUDA process limit.recoveries times within the window does not again
         recoveryBudget = RecoveryBudget.of(System.getenv(), config.limits().recoveries(),
                 config.limits().recoveriesWindowMs(), System.currentTimeMillis());
         String cannotRestart = config.doorbell() ? "doorbell mode cannot restart it"
                 : recoveryBudget.allows() ? null : "the server will not replace it again (" + recoveryBudget.describe() + ")";
-        vm.fatalFault().recovery(cannotRestart == null ? this::recover : () -> stayPoisoned(cannotRestart), cannotRestart);
+        // recover and stayPoisoned read vm and header when they run, after a fault: by then both are set
+        FatalFault.Recovery recovery = cannotRestart == null ? FatalFault.Recovery.restarting(this::recover)
+                : new FatalFault.Recovery(() -> stayPoisoned(cannotRestart), cannotRestart);
+        vm = new Vm(region, layout, backend, config.memoryQuota(), driver.gpu(), config.limits(), config.integrity(),
+                recovery);
         header.driver(driver.features() | (config.doorbell() ? HeaderFlyweight.FEATURE_DOORBELL : 0),
                 vm.hostDriverVersion(), vm.poolDevicePointer());
         watcher = new ChannelWatcher(region, vm, config.doorbell(), config.waitIdleParkMs(), config.ownerTimeoutMs(),

@@ -69,9 +69,16 @@ final class LibvirtTestHost {
         if ("required".equals(System.getenv("IVCUDA_IT_LIBVIRT"))) {
             fail("IVCUDA_IT_LIBVIRT=required but " + problem);
         }
-        String skipped = what + " skipped: " + problem + "; to run it: as root with libvirtd and the hook set up as .ci/run does, "
-                + "IVCUDA_IT_LIBVIRT=required mvn -B verify (which fails instead of skipping)";
-        System.err.println(skipped); // an aborted @BeforeAll shows as 'Tests run: 0' without a word
+        skip(what + " skipped: " + problem + "; to run it: as root with libvirtd and the hook set up as .ci/run does, "
+                + "IVCUDA_IT_LIBVIRT=required mvn -B verify (which fails instead of skipping)");
+    }
+
+    /**
+     * Skips the test (or, from a @BeforeAll, the class), saying why and how to run it in one line on
+     * stderr: Maven shows an aborted test only as 'Skipped: 1' and an aborted @BeforeAll as 'Tests run: 0'.
+     */
+    static void skip(String skipped) {
+        System.err.println(skipped);
         Assumptions.abort(skipped);
     }
 

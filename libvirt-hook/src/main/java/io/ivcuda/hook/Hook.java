@@ -355,28 +355,20 @@ final class Hook {
             cleanUp(paths);
             throw e;
         }
-        long deadline = System.nanoTime() + host.serverReadyTimeoutMs() * 1_000_000;
-        while (true) {
-            RegionHeader header = RegionHeader.read(paths.regionFile());
-            // Doorbell: QEMU connects to the server's socket at once and fails without it.
-            boolean socketReady = settings.mode() != Mode.DOORBELL || Files.exists(paths.doorbellSocket());
-            if (header.isReady() && socketReady) {
-                LOG.info("{}: cuda-server ready", domain.name());
-                return;
-            }
-            String ended = started.exitDescription();
-            if (ended != null) {
-                throw failedStart(domain, paths, "the cuda-server " + ended + " before it was ready", header);
-            }
-            if (System.nanoTime() > deadline) {
-                String what = header.isReady()
-                        ? "the cuda-server is READY but did not create its doorbell socket " + paths.doorbellSocket()
-                                + " within " + host.serverReadyTimeoutMs() + " ms (" + HostKeys.SERVER_READY_TIMEOUT_MS.name() + ")"
-                        : "the cuda-server was not ready within " + host.serverReadyTimeoutMs() + " ms (" + HostKeys.SERVER_READY_TIMEOUT_MS.name() + ")";
-                throw failedStart(domain, paths, what, header);
-            }
-            ServerProcesses.sleep(20);
+        // Doorbell: QEMU connects to the server's socket at once and fails without it.
+        ReadyWait.Outcome outcome = ReadyWait.await(paths.regionFile(), started, host.serverReadyTimeoutMs(),
+                header -> header.isReady() && (settings.mode() != Mode.DOORBELL || Files.exists(paths.doorbellSocket())));
+        if (outcome.ending() == ReadyWait.Ending.READY) {
+            LOG.info("{}: cuda-server ready", domain.name());
+            return;
         }
+        String within = " within " + host.serverReadyTimeoutMs() + " ms (" + HostKeys.SERVER_READY_TIMEOUT_MS.name() + ")";
+        String what = outcome.ending() == ReadyWait.Ending.SERVER_ENDED
+                ? "the cuda-server " + outcome.exit() + " before it was ready"
+                : outcome.header().isReady()
+                        ? "the cuda-server is READY but did not create its doorbell socket " + paths.doorbellSocket() + within
+                        : "the cuda-server was not ready" + within;
+        throw failedStart(domain, paths, what, outcome.header());
     }
 
     private HookException failedStart(DomainXml domain, InstancePaths paths, String what, RegionHeader header) {
@@ -453,20 +445,17 @@ final class Hook {
         } catch (HookException e) {
             return "restarting it failed: " + e.getMessage();
         }
-        long deadline = System.nanoTime() + host.serverReadyTimeoutMs() * 1_000_000;
-        while (System.nanoTime() < deadline) {
-            RegionHeader header = RegionHeader.read(paths.regionFile());
-            if (header.isReady() && header.epoch() != deadEpoch && launcher.isRunning(paths)) {
+        ReadyWait.Outcome outcome = ReadyWait.await(paths.regionFile(), started, host.serverReadyTimeoutMs(),
+                header -> header.isReady() && header.epoch() != deadEpoch && launcher.isRunning(paths));
+        return switch (outcome.ending()) {
+            case READY -> {
                 LOG.info("{}: cuda-server restarted and ready", domain.name());
-                return null;
+                yield null;
             }
-            String ended = started.exitDescription();
-            if (ended != null) {
-                return "restarting it failed: the cuda-server " + ended + " before it was ready";
-            }
-            ServerProcesses.sleep(20);
-        }
-        return "restarting it failed: not ready within " + host.serverReadyTimeoutMs() + " ms (" + HostKeys.SERVER_READY_TIMEOUT_MS.name() + ")";
+            case SERVER_ENDED -> "restarting it failed: the cuda-server " + outcome.exit() + " before it was ready";
+            case TIMED_OUT -> "restarting it failed: not ready within " + host.serverReadyTimeoutMs() + " ms ("
+                    + HostKeys.SERVER_READY_TIMEOUT_MS.name() + ")";
+        };
     }
 
     /**

@@ -18,7 +18,7 @@ import org.apache.logging.log4j.Logger;
  * the same error. So the first call that answers one of these results <em>poisons</em> the VM, once:
  * every process that held state then keeps getting errors (natively only the faulting process
  * would), hellos are refused, and once every one of those processes is reclaimed (it exited, or was
- * found dead) the {@linkplain #recovery recovery action} runs, once, on a thread of its own: the
+ * found dead) the {@linkplain Recovery recovery action} runs, once, on a thread of its own: the
  * server replaces its CUDA process (plain mode) or says that only a restart of the VM helps
  * (doorbell mode). This mirrors what NVIDIA documents for MPS's own error containment.
  */
@@ -33,14 +33,35 @@ public final class FatalFault {
     private final Set<Long> affected = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean recovering = new AtomicBoolean();
     private volatile String fault;
-    private volatile Runnable recovery = () -> { };
-    private volatile boolean restarts;
-    /** Why the server cannot replace its CUDA process (null where it can): said to every refused hello. */
-    private volatile String cannotRestart = "doorbell mode cannot restart it";
+    private final Recovery recovery;
 
-    /** @param owners the VM's processes (a reclaimed one leaves the map) */
-    public FatalFault(Map<Long, Owner> owners) {
+    /**
+     * What runs once the VM is poisoned and every affected process was reclaimed.
+     *
+     * @param action        runs once, on a thread of its own (it may stop the server's workers and watcher)
+     * @param cannotRestart null when the action replaces the CUDA process (plain mode): a refused hello is
+     *                      then told to retry; else why it cannot (doorbell mode, past limit.recoveries),
+     *                      which every refused hello is told with "restart the VM"
+     */
+    public record Recovery(Runnable action, String cannotRestart) {
+        /** The action replaces the CUDA process. */
+        public static Recovery restarting(Runnable action) {
+            return new Recovery(action, null);
+        }
+
+        boolean restarts() {
+            return cannotRestart == null;
+        }
+    }
+
+    /**
+     * @param owners   the VM's processes (a reclaimed one leaves the map)
+     * @param recovery what follows a fault: given here, before any call can fault, so that no fault
+     *                 finds the VM without it
+     */
+    public FatalFault(Map<Long, Owner> owners, Recovery recovery) {
         this.owners = owners;
+        this.recovery = recovery;
     }
 
     /**
@@ -57,27 +78,6 @@ public final class FatalFault {
                 CuResult.INVALID_PC, CuResult.LAUNCH_FAILED -> true;
             default -> false;
         };
-    }
-
-    /**
-     * What runs once the VM is poisoned and every affected process was reclaimed.
-     *
-     * @param action   runs once, on a thread of its own (it may stop the server's workers and watcher)
-     * @param restarts whether the action replaces the CUDA process (plain mode): a refused hello is
-     *                 then told to retry; without it (doorbell mode) the VM stays poisoned
-     */
-    public void recovery(Runnable action, boolean restarts) {
-        recovery(action, restarts ? null : "doorbell mode cannot restart it");
-    }
-
-    /**
-     * As {@link #recovery(Runnable, boolean)}, with the reason the server cannot replace its CUDA
-     * process (null: it can), which every refused hello is told with "restart the VM".
-     */
-    public void recovery(Runnable action, String cannotRestart) {
-        this.recovery = action;
-        this.cannotRestart = cannotRestart;
-        this.restarts = cannotRestart == null;
     }
 
     /** A call of the process {@code pid} answered {@code result}: the first fatal one poisons the VM. */
@@ -97,8 +97,8 @@ public final class FatalFault {
         LOG.warn("fatal GPU fault: {}: the server's CUDA process is unusable (CUDA documents this error as "
                 + "ending the process); {} guest process(es) held state and keep getting errors; new processes are "
                 + "refused until they all exited, then {}", fault, affected.size(),
-                restarts ? "the server replaces its CUDA process (same pid, epoch + 1)"
-                        : "nothing: " + cannotRestart + ", restart the VM");
+                recovery.restarts() ? "the server replaces its CUDA process (same pid, epoch + 1)"
+                        : "nothing: " + recovery.cannotRestart() + ", restart the VM");
         check();
     }
 
@@ -132,16 +132,16 @@ public final class FatalFault {
         if (f == null) {
             return null;
         }
-        return restarts
+        return recovery.restarts()
                 ? "a fatal GPU fault (" + f + ") made the server's CUDA process unusable; it restarts once the "
                     + "processes that held state exited; retry"
-                : "a fatal GPU fault (" + f + ") made the server's CUDA process unusable and " + cannotRestart
+                : "a fatal GPU fault (" + f + ") made the server's CUDA process unusable and " + recovery.cannotRestart()
                     + ": restart the VM";
     }
 
     /** The result of a refused hello: retry (plain mode) or not (doorbell mode). */
     public int helloResult() {
-        return restarts ? RESTARTING : CuResult.NOT_INITIALIZED;
+        return recovery.restarts() ? RESTARTING : CuResult.NOT_INITIALIZED;
     }
 
     /** The server stops: no recovery starts any more (the stop's own reclaims must not start one). */
@@ -160,7 +160,7 @@ public final class FatalFault {
         if (waitingFor() != 0 || !recovering.compareAndSet(false, true)) {
             return;
         }
-        Thread t = new Thread(recovery, "recovery");
+        Thread t = new Thread(recovery.action(), "recovery");
         t.setDaemon(false); // the process's exit must not cut it short
         t.start();
     }

@@ -6,6 +6,7 @@ import io.ivcuda.server.gen.HandleKinds;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.CudaBackend;
 import io.ivcuda.server.backend.Out;
+import io.ivcuda.server.integrity.IntegrityConfig;
 import io.ivcuda.server.integrity.IntegrityOracles;
 import io.ivcuda.server.region.Layout;
 import io.ivcuda.server.region.Region;
@@ -45,24 +46,26 @@ public final class Vm {
     private final AtomicLong allocated = new AtomicLong();
     private final HostGpu gpu;
     private final AtomicLong moduleUnloads = new AtomicLong();
-    /** The processes' integrity oracles: none until the server attaches them ({@link #integrity(IntegrityOracles)}). */
-    private volatile IntegrityOracles integrity = IntegrityOracles.none();
+    /** The processes' integrity oracles (docs/export-tables.md). */
+    private final IntegrityOracles integrity;
     private final Libraries libraries = new Libraries();
     private final HostCalls hostCalls;
     private final GraphState graphs;
     private final ArrayObjects arrays;
-    private final FatalFault fatalFault = new FatalFault(owners);
+    private final FatalFault fatalFault;
 
     /**
+     * Everything the VM's workers share is given here, before the first worker runs: nothing is
+     * attached later, so no worker can see the VM half made.
+     *
      * @param memoryQuota bytes of device memory the VM may hold, 0 = no limit
      * @param gpu         the host GPU, as the driver session found it
+     * @param limits      what the guest may grow here
+     * @param integrity   the integrity oracles' settings ({@link IntegrityConfig#NONE}: none)
+     * @param recovery    what follows a fatal GPU fault ({@link FatalFault})
      */
-    public Vm(Region region, Layout layout, CudaBackend backend, long memoryQuota, HostGpu gpu) {
-        this(region, layout, backend, memoryQuota, gpu, Limits.DEFAULT);
-    }
-
-    /** @param limits what the guest may grow here */
-    public Vm(Region region, Layout layout, CudaBackend backend, long memoryQuota, HostGpu gpu, Limits limits) {
+    public Vm(Region region, Layout layout, CudaBackend backend, long memoryQuota, HostGpu gpu, Limits limits,
+              IntegrityConfig integrity, FatalFault.Recovery recovery) {
         this.region = region;
         this.layout = layout;
         this.backend = backend;
@@ -77,6 +80,8 @@ public final class Vm {
         this.graphs = new GraphState(handles, backend, inContext);
         this.arrays = new ArrayObjects(handles, backend, inContext);
         this.reclaimed = new ReclaimedTokens(limits.processes());
+        this.integrity = new IntegrityOracles(integrity, refusals);
+        this.fatalFault = new FatalFault(owners, recovery);
     }
 
     /** A fatal GPU fault of one of the VM's processes, and the recovery from it (docs/architecture.md). */
@@ -105,13 +110,6 @@ public final class Vm {
 
     public IntegrityOracles integrity() {
         return integrity;
-    }
-
-    /** Attaches the server's oracles (the one in place, none, is closed). */
-    public void integrity(IntegrityOracles oracles) {
-        IntegrityOracles old = integrity;
-        integrity = oracles;
-        old.close();
     }
 
     /** The VM's calls by function, copies, launches and time (status and metrics). */

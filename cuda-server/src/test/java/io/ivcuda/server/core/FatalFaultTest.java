@@ -21,16 +21,13 @@ class FatalFaultTest {
     static final long LATE = (300L << 32) | 3;
 
     final Map<Long, Owner> owners = new ConcurrentHashMap<>();
-    final FatalFault fault = new FatalFault(owners);
     final AtomicInteger recoveries = new AtomicInteger();
     final CountDownLatch recovered = new CountDownLatch(1);
-
-    void plainMode() {
-        fault.recovery(() -> {
-            recoveries.incrementAndGet();
-            recovered.countDown();
-        }, true);
-    }
+    /** Plain mode: the recovery replaces the CUDA process (counted here). */
+    FatalFault fault = new FatalFault(owners, FatalFault.Recovery.restarting(() -> {
+        recoveries.incrementAndGet();
+        recovered.countDown();
+    }));
 
     void gone(long token) {
         owners.remove(token);
@@ -49,7 +46,6 @@ class FatalFaultTest {
 
     @Test
     void anOrdinaryErrorPoisonsNothing() {
-        plainMode();
         owners.put(A, new Owner(A));
         fault.observe(100, Opcodes.IVC_LAUNCH, CuResult.INVALID_VALUE);
         fault.observe(100, Opcodes.IVC_LAUNCH, 701); // out of resources: the process goes on natively too
@@ -61,7 +57,6 @@ class FatalFaultTest {
 
     @Test
     void theRecoveryWaitsForEveryProcessThatHeldStateAndRunsOnce() throws Exception {
-        plainMode();
         owners.put(A, new Owner(A));
         owners.put(B, new Owner(B));
         fault.observe(100, Opcodes.IVC_LAUNCH, 700);
@@ -87,7 +82,6 @@ class FatalFaultTest {
 
     @Test
     void helloIsRefusedWhilePoisonedWithRetryInPlainMode() {
-        plainMode();
         owners.put(A, new Owner(A));
         fault.observe(100, Opcodes.IVC_LAUNCH, 719);
         assertEquals(FatalFault.RESTARTING, fault.helloResult());
@@ -97,7 +91,7 @@ class FatalFaultTest {
     @Test
     void doorbellModeStaysPoisonedAndSaysRestartTheVm() throws Exception {
         CountDownLatch told = new CountDownLatch(1);
-        fault.recovery(told::countDown, false);
+        fault = new FatalFault(owners, new FatalFault.Recovery(told::countDown, "doorbell mode cannot restart it"));
         owners.put(A, new Owner(A));
         fault.observe(100, Opcodes.IVC_LAUNCH, 700);
         assertEquals(CuResult.NOT_INITIALIZED, fault.helloResult(), "no retry: nothing will restart");
@@ -110,7 +104,6 @@ class FatalFaultTest {
 
     @Test
     void aFaultWithNoProcessLeftRecoversAtOnce() throws Exception {
-        plainMode();
         fault.observe(100, Opcodes.IVC_LAUNCH, 700); // its process's reclaim finished before the result was counted
         assertTrue(recovered.await(10, TimeUnit.SECONDS));
     }
