@@ -161,7 +161,18 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) { (void)dev; NE
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { (void)dev; NEED_INIT(); if (primary_retains) primary_retains--; return CUDA_SUCCESS; }
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) { (void)dev; NEED_INIT(); *flags = 0; *active = primary_retains > 0; return CUDA_SUCCESS; }
 
-CUresult cuMemGetInfo(size_t *free_bytes, size_t *total) { NEED_CTX(); *free_bytes = (size_t)79 << 30; *total = (size_t)80 << 30; return CUDA_SUCCESS; }
+/* free: 80 GiB less 1 GiB of the "driver's" and this process's device allocations (busy_reclaim sees a killed
+ * child's allocation come back: the child's were its own process's) */
+CUresult cuMemGetInfo(size_t *free_bytes, size_t *total)
+{
+    NEED_CTX();
+    size_t used = (size_t)1 << 30;
+    for (size_t i = 0; i < sizeof allocations / sizeof allocations[0]; i++)
+        if (allocations[i].base != 0 && !allocations[i].host) used += allocations[i].size;
+    *total = (size_t)80 << 30;
+    *free_bytes = used < *total ? *total - used : 0;
+    return CUDA_SUCCESS;
+}
 CUresult cuMemAlloc(CUdeviceptr *dptr, size_t size)
 {
     NEED_CTX();

@@ -220,8 +220,8 @@ public final class HostConfig {
     }
 
     /**
-     * Host memory a systemd-supervised server may hold beyond its region (JVM, driver, pinned
-     * buffers); the unit's MemoryMax is the region size plus this. 0: no limit.
+     * Host memory a server may hold beyond its region (JVM, driver, pinned buffers): under systemd the
+     * unit's MemoryMax is the region size plus this; launched directly, the JVM's MaxRAM. 0: no limit.
      */
     public long serverMemoryMax() {
         return settings.get(HostKeys.SERVER_MEMORY_MAX);

@@ -72,6 +72,8 @@ final class ChannelWatcher implements Reclaimer {
     });
     private final Thread thread;
     private volatile boolean running = true;
+    /** Run after a worker was attached (doorbell mode: the liveness monitor looks at the new token). */
+    private volatile Runnable onAttach = () -> { };
     /** When a worker was last attached (plain mode's watch period follows it). */
     private long lastClaimNs = System.nanoTime();
 
@@ -132,6 +134,11 @@ final class ChannelWatcher implements Reclaimer {
     /** Queues a dead token (its heartbeat stopped) for this thread to reclaim; call {@link #wake()}. */
     void reclaimLater(long token) {
         reclaimsDue.add(token);
+    }
+
+    /** What to run after a worker was attached; before {@link #start}. */
+    void onAttach(Runnable r) {
+        onAttach = r;
     }
 
     /** How long {@link #close} waits for the workers (tests shorten it). */
@@ -206,6 +213,7 @@ final class ChannelWatcher implements Reclaimer {
         workers[i] = fresh;
         fresh.start();
         lastClaimNs = System.nanoTime();
+        onAttach.run();
     }
 
     /** Whether channel i's words say what the server last published and expects (docs/protocol.md §3). */

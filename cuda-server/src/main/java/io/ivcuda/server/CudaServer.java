@@ -43,13 +43,16 @@ public final class CudaServer implements AutoCloseable {
     private static final Logger LOG = LogManager.getLogger(CudaServer.class);
     private static final long HEARTBEAT_MS = 100;
     /**
-     * Doorbell mode beats and checks liveness once a second: each wake-up of an idle server costs
-     * CPU, the guest declares a server dead only after 5 s without a beat, and owners time out after
-     * owner.timeout.ms (the monitor wakes at a stale owner's deadline as well, so a dead process is
-     * still reclaimed within owner.timeout.ms and a few milliseconds). Both are done by
-     * the one heartbeat thread, so an idle doorbell server has a single periodic wake-up.
+     * Doorbell mode beats and checks liveness once a second while no guest process holds a channel or
+     * state: each wake-up of an idle server costs CPU, and the guest declares a server dead only after
+     * 5 s without a beat. While it watches a process it checks every {@link #DOORBELL_WATCH_MS}: a dead
+     * process's last beat is seen up to one period late, and owner.timeout.ms (1.2 s) plus that period
+     * must stay under the 2 s in which a dead process's channels and memory are given back (issue 13;
+     * docs/threat-model.md, "Liveness a guest cannot starve"). Both are done by the one heartbeat
+     * thread, so an idle doorbell server has a single periodic wake-up.
      */
     private static final long DOORBELL_HEARTBEAT_MS = 1000;
+    private static final long DOORBELL_WATCH_MS = 500;
 
     private final ServerConfig config;
     private final Layout layout;
@@ -151,8 +154,12 @@ public final class CudaServer implements AutoCloseable {
                 vm.hostDriverVersion(), vm.poolDevicePointer());
         watcher = new ChannelWatcher(region, vm, config.doorbell(), config.waitIdleParkMs(), config.ownerTimeoutMs(),
                 this::idleFor);
-        liveness = new LivenessMonitor(header, watcher, config.doorbell() ? DOORBELL_HEARTBEAT_MS : HEARTBEAT_MS,
-                config.ownerTimeoutMs());
+        liveness = new LivenessMonitor(header, watcher, config.doorbell() ? DOORBELL_WATCH_MS : HEARTBEAT_MS,
+                config.doorbell() ? DOORBELL_HEARTBEAT_MS : HEARTBEAT_MS, config.ownerTimeoutMs());
+        if (config.doorbell()) {
+            // a new process is watched from its first claim, not from the next once-a-second check
+            watcher.onAttach(liveness::wake);
+        }
         if (config.doorbell()) {
             startIvshmemServer();
         }

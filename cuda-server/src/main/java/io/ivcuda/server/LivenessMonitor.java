@@ -40,6 +40,7 @@ final class LivenessMonitor {
     private final io.ivcuda.server.core.Vm vm;
     private final ChannelFlyweight[] channels;
     private final long periodNs;
+    private final long idlePeriodNs;
     private final long timeoutNs;
     /** Per token; Agrona's map and its reused iterators keep the check free of garbage. */
     private final Long2ObjectHashMap<Liveness> liveness = new Long2ObjectHashMap<>();
@@ -49,14 +50,18 @@ final class LivenessMonitor {
     private long nextDeadline = Long.MAX_VALUE;
 
     /**
-     * @param periodMs how often it beats and checks (the guest gives a server 5 s without a beat)
+     * @param periodMs how often it beats and checks while it watches a token (the guest gives a server 5 s
+     *                 without a beat). A token's last beat is seen up to one period late, so a dead process is
+     *                 found at most {@code ownerTimeoutMs} + this period after its death.
+     * @param idlePeriodMs how often while no process holds a channel or state (nobody to find dead)
      */
-    LivenessMonitor(HeaderWriter header, ChannelWatcher watcher, long periodMs, int ownerTimeoutMs) {
+    LivenessMonitor(HeaderWriter header, ChannelWatcher watcher, long periodMs, long idlePeriodMs, int ownerTimeoutMs) {
         this.header = header;
         this.watcher = watcher;
         this.channels = watcher.controls();
         this.vm = watcher.vm();
         this.periodNs = TimeUnit.MILLISECONDS.toNanos(periodMs);
+        this.idlePeriodNs = TimeUnit.MILLISECONDS.toNanos(idlePeriodMs);
         this.timeoutNs = TimeUnit.MILLISECONDS.toNanos(ownerTimeoutMs);
         this.thread = new Thread(this::beat, "heartbeat");
         thread.setDaemon(true);
@@ -64,6 +69,11 @@ final class LivenessMonitor {
 
     void start() {
         thread.start();
+    }
+
+    /** Checks now: the watcher attached a worker, so a token's first sighting is not a period late. */
+    void wake() {
+        LockSupport.unpark(thread);
     }
 
     void close() {
@@ -83,8 +93,9 @@ final class LivenessMonitor {
             if (check(now)) {
                 watcher.wake();
             }
-            // doorbell mode beats once a second: wake at a stale owner's deadline too, not a period late
-            LockSupport.parkNanos(this, Math.max(MIN_PARK_NS, Math.min(periodNs, nextDeadline - now)));
+            // wake at a stale owner's deadline too, not a period late
+            long period = liveness.isEmpty() ? idlePeriodNs : periodNs;
+            LockSupport.parkNanos(this, Math.max(MIN_PARK_NS, Math.min(period, nextDeadline - now)));
         }
     }
 

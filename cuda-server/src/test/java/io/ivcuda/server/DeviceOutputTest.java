@@ -14,7 +14,7 @@ import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.backend.StdoutCapture;
-import io.ivcuda.server.core.DeviceOutput;
+import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.server.gen.Requests;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
@@ -163,9 +163,21 @@ class DeviceOutputTest extends HostMemoryGuestCase {
 
     @Test
     void aBurstBeyondTheBoundIsCountedAsDropped() {
+        burstBeyond((int) (long) ServerKeys.LIMIT_DEVICE_OUTPUT_BYTES.defaultValue());
+    }
+
+    /** The bound is the server's {@code limit.device.output.bytes}. */
+    @Test
+    void theBoundIsConfigured() throws Exception {
+        stop();
+        start(backend, ServerKeys.LIMIT_DEVICE_OUTPUT_BYTES.name() + "=64K");
+        burstBeyond(64 << 10);
+    }
+
+    private void burstBeyond(int bound) {
         Channel c = greeted(0, TOKEN);
         int extra = 1000;
-        sync(c, TOKEN, "x".repeat(DeviceOutput.CAPACITY + extra));
+        sync(c, TOKEN, "x".repeat(bound + extra));
         long text = 0;
         long dropped = 0;
         while (c.control.outputPending() != 0) {
@@ -173,7 +185,7 @@ class DeviceOutputTest extends HostMemoryGuestCase {
             text += r.text().length();
             dropped += r.dropped();
         }
-        assertEquals(DeviceOutput.CAPACITY, text);
+        assertEquals(bound, text);
         assertEquals(extra, dropped);
     }
 

@@ -9,7 +9,7 @@ import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.backend.Out;
-import io.ivcuda.server.core.JitLogs;
+import io.ivcuda.common.config.ServerKeys;
 import io.ivcuda.server.gen.Requests;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The JIT logs of the linker and of module and library loads: the guest's log sizes become buffers
- * of the server's given to the driver (cut to {@link JitLogs#LIMIT}), which live with the link state
+ * of the server's given to the driver (cut to {@code limit.jit.log.bytes}), which live with the link state
  * (or, for a load, on the channel until its next load); what the driver wrote there and in the
  * output options comes back through ivc_jit_log_read (link state 0: the last load), cut to the
  * guest's capacity. The backend stands in for the driver's linker and loader: it writes its logs and
@@ -150,6 +150,18 @@ class JitLogTest extends HostMemoryGuestCase {
         start(backend);
     }
 
+    /** The cut is the server's {@code limit.jit.log.bytes}; a log asked smaller keeps its size. */
+    @Test
+    void logBuffersAreCutToTheConfiguredLimit() throws Exception {
+        stop();
+        start(backend, ServerKeys.LIMIT_JIT_LOG_BYTES.name() + "=4K");
+        Channel c = greeted(0);
+        byte[] options = pairs(4, 8192, 6, 100);
+        assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_link_create(options, options.length)).result());
+        assertEquals(4096L, backend.given.get(4), "the info log cut to 4 KiB");
+        assertEquals(100L, backend.given.get(6), "the error log as asked");
+    }
+
     static byte[] pairs(long... optionValue) {
         ByteBuffer b = ByteBuffer.allocate(8 * optionValue.length).order(ByteOrder.LITTLE_ENDIAN);
         for (long v : optionValue) {
@@ -180,7 +192,7 @@ class JitLogTest extends HostMemoryGuestCase {
         assertEquals(CuResult.SUCCESS, created.result());
         long state = created.out(0);
         assertEquals(8192L, backend.given.get(4), "the guest's info size");
-        assertEquals((long) JitLogs.LIMIT, backend.given.get(6), "the error log cut to the server's limit");
+        assertEquals(ServerKeys.LIMIT_JIT_LOG_BYTES.defaultValue(), backend.given.get(6), "the error log cut to the server's limit");
         assertNotNull(backend.given.get(3), "a buffer of the server's");
         assertEquals(1L, backend.given.get(11), "scalar options pass");
         assertEquals(new Log("", 8192, 0f), read(c, state, 0, 8192),

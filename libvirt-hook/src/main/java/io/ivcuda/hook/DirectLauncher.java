@@ -27,6 +27,9 @@ final class DirectLauncher implements ServerLauncher {
     /** Starts the line the launcher writes into the log before each start. */
     static final String START_MARK = "--- ";
 
+    /** The JVM's environment variable for options the {@code java} launcher adds before its command line's. */
+    static final String JDK_JAVA_OPTIONS = "JDK_JAVA_OPTIONS";
+
     /** The limits the shell sets before it execs the server: no core file (soft and hard), umask 027. */
     static final String SANDBOX_SHELL = "ulimit -c 0 && umask 027 && ";
 
@@ -64,12 +67,30 @@ final class DirectLauncher implements ServerLauncher {
                     .redirectErrorStream(true);
             // what ivcuda-server@.service's EnvironmentFile= gives a supervised server
             builder.environment().putAll(mps);
+            // what the unit's MemoryMax bounds, as far as a plain process can have it: the JVM's own sizing
+            String memory = jvmMemoryOptions(host.serverMemoryMax());
+            if (!memory.isEmpty()) {
+                builder.environment().merge(JDK_JAVA_OPTIONS, memory, (given, ours) -> ours + " " + given);
+            }
             Process process = builder.start();
             LOG.info("started the server of {} as pid {} (log {})", paths.domainUuid(), process.pid(), paths.serverLog());
             return () -> process.isAlive() ? null : "exited with status " + process.exitValue();
         } catch (IOException e) {
             throw new HookException("cannot start the cuda-server (" + host.serverCommand() + "): " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The JVM options that bound a directly launched server's memory by {@code server.memory.max} (0: none):
+     * {@code -XX:MaxRAM}, from which the JVM sizes its heap (a quarter of it by default, as it sizes it from
+     * the unit's MemoryMax under systemd) and its other areas. Given through {@value #JDK_JAVA_OPTIONS}, which
+     * every {@code java} launcher reads whatever {@code server.command} is (ours, or {@code java -jar …}); an
+     * {@code -Xmx} or {@code -XX:MaxRAM} in {@code server.command} comes later and wins. Nothing else can be
+     * bounded without a cgroup: an address-space limit (RLIMIT_AS) breaks the CUDA driver, which reserves
+     * virtual ranges far larger than the host's memory (docs/threat-model.md, "Not covered yet").
+     */
+    static String jvmMemoryOptions(long serverMemoryMax) {
+        return serverMemoryMax <= 0 ? "" : "-XX:MaxRAM=" + serverMemoryMax;
     }
 
     /**

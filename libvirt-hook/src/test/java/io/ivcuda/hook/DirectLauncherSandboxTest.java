@@ -50,6 +50,32 @@ class DirectLauncherSandboxTest {
     }
 
     /**
+     * server.memory.max bounds a directly launched JVM: a real java as the "server" prints the heap bound its
+     * ergonomics chose from it (a quarter of 1 GiB), into the server's log.
+     */
+    @Test
+    void theLaunchedJvmsHeapIsSizedFromServerMemoryMax() throws Exception {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Path config = dir.resolve("ivcuda.properties");
+        Files.writeString(config, "runtime.dir=" + dir.resolve("run") + "\nshm.dir=" + dir.resolve("shm") + "\nlog.dir=" + dir.resolve("log")
+                + "\nserver.user=" + System.getProperty("user.name") + "\nserver.launch=direct\nserver.syscall.filter="
+                + "\nserver.memory.max=1G\nserver.command=" + java + " -XX:+PrintFlagsFinal -version\n");
+        HostConfig host = HostConfig.load(List.of(config));
+        InstancePaths paths = InstancePaths.of(UUID, host);
+
+        new DirectLauncher(host).start(paths);
+        String heap = null;
+        for (int i = 0; i < 1500 && heap == null; i++) {
+            Thread.sleep(20);
+            heap = Files.exists(paths.serverLog()) ? Files.readAllLines(paths.serverLog()).stream()
+                    .filter(l -> l.matches("\\s*size_t MaxHeapSize\\s.*")).findFirst().orElse(null) : null;
+        }
+        assertTrue(heap != null, "the JVM printed its flags: " + (Files.exists(paths.serverLog()) ? Files.readString(paths.serverLog()) : ""));
+        assertTrue(heap.matches("\\s*size_t MaxHeapSize\\s+= 268435456\\s.*"), heap);
+        assertEquals("", DirectLauncher.jvmMemoryOptions(0), "server.memory.max=0: no bound");
+    }
+
+    /**
      * The server unit's system-call allow-list, loaded by ivcuda-syscall-filter (host-tools) before the
      * server runs: the launched process reports seccomp mode 2, a call the unit denies (ptrace) fails
      * with EPERM, and personality(ADDR_NO_RANDOMIZE), which the integrity oracle needs, still works.

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * templates/ivcuda-server@.service as systemd reads it: {@code systemd-analyze verify} finds nothing
  * wrong, and {@code systemd-analyze security --offline=true} rates its exposure at most 2.0 (measured
- * 1.7; docs/threat-model.md). Needs systemd-analyze 250 or later, not a running systemd.
+ * 1.9 with systemd 252; docs/threat-model.md). Needs systemd-analyze 250 or later, not a running systemd.
  */
 class ServerUnitTest {
     @TempDir

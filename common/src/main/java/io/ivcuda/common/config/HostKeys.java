@@ -59,8 +59,9 @@ public final class HostKeys {
     public static final ConfigKey<Long> SERVER_STOP_TIMEOUT_MS = ConfigKey.of("server.stop.timeout.ms", MS, 10_000L,
             "SIGTERM grace before SIGKILL").range(1, Long.MAX_VALUE);
     public static final ConfigKey<Long> SERVER_MEMORY_MAX = ConfigKey.of("server.memory.max", KeyType.BYTES, 4L << 30,
-            "host memory a systemd-supervised server may hold besides its region: the hook sets the unit's `MemoryMax` "
-            + "to region size + this at each start (`0`: no limit)").shown("4G");
+            "host memory a server may hold besides its region: under systemd the hook sets the unit's `MemoryMax` to region "
+            + "size + this at each start; launched directly, only the JVM is sized from it (`-XX:MaxRAM`: its heap at most a "
+            + "quarter of this) (`0`: no limit)").shown("4G");
     // NVIDIA MPS, for domains with a compute share (docs/sharing.md)
     public static final ConfigKey<Path> MPS_PIPE_DIR = ConfigKey.of("mps.pipe.dir", KeyType.PATH, Path.of("/run/ivcuda-mps"),
             "the MPS control daemon's pipe directory (`CUDA_MPS_PIPE_DIRECTORY` of daemon and servers); "

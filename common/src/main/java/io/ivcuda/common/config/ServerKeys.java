@@ -55,9 +55,10 @@ public final class ServerKeys {
             "channels in the region: 32, or as many as fit in half of a small region (0 = auto)").range(0, 4096).shown("auto");
     public static final ConfigKey<Long> CHANNEL_WINDOW = ConfigKey.of("channel.window", KeyType.BYTES, 0L,
             "bytes of each channel's data window (0 = derived)").range(0, 16 << 20).shown("derived");
-    public static final ConfigKey<Long> OWNER_TIMEOUT_MS = ConfigKey.of("owner.timeout.ms", MS, 1500L,
-            "a process whose heartbeat stood still this long while the VM's went on is reclaimed (protocol §7); raise it "
-                    + "where CUDA programs are stopped in a debugger").range(100, 3_600_000);
+    public static final ConfigKey<Long> OWNER_TIMEOUT_MS = ConfigKey.of("owner.timeout.ms", MS, 1200L,
+            "a process whose heartbeat stood still this long while the VM's went on is reclaimed (protocol §7): with the "
+                    + "server's check period (100 ms; doorbell mode 500 ms) its channels and memory come back within 2 s of its "
+                    + "death; raise it where CUDA programs are stopped in a debugger").range(100, 3_600_000);
     public static final ConfigKey<Long> LIMIT_HANDLES_PROCESS = ConfigKey.of("limit.handles.process", KeyType.NUMBER, 65_536L,
             "handles one guest process may hold (docs/threat-model.md, \"Limits\"; beyond any limit: a CUDA error)").range(1, 1 << 24);
     public static final ConfigKey<Long> LIMIT_HANDLES_VM = ConfigKey.of("limit.handles.vm", KeyType.NUMBER, 262_144L,
@@ -68,6 +69,13 @@ public final class ServerKeys {
             "guest processes the server keeps state for at once").range(1, 1 << 20);
     public static final ConfigKey<Long> LIMIT_MODULE_IMAGE_BYTES = ConfigKey.of("limit.module.image.bytes", KeyType.BYTES,
             512L << 20, "module image bytes kept per VM, and as many in transit (reserved before allocation)").range(1 << 20, 1L << 34);
+    public static final ConfigKey<Long> LIMIT_DEVICE_OUTPUT_BYTES = ConfigKey.of("limit.device.output.bytes", KeyType.BYTES,
+            1L << 20, "device printf output kept per guest process until it reads it (the driver's default printf buffer); "
+                    + "beyond it the output is dropped and counted").range(4096, 256L << 20);
+    // one ivc_jit_log_read answers a log in one response area (64 KiB with its header): no more is kept
+    public static final ConfigKey<Long> LIMIT_JIT_LOG_BYTES = ConfigKey.of("limit.jit.log.bytes", KeyType.BYTES, 32L << 10,
+            "bytes of each JIT log (info, error) the server gives the driver per link state or module load; a longer log "
+                    + "is cut, as the driver cuts it at a smaller buffer").range(256, 60L << 10);
     public static final ConfigKey<Long> LIMIT_RECOVERIES = ConfigKey.of("limit.recoveries", KeyType.NUMBER, 10L,
             "times the server may replace its CUDA process after guests' fatal GPU faults within `limit.recoveries.window.ms`; "
                     + "after that the VM's CUDA stays unusable until the VM restarts (0: never replace it)").range(0, 1000);

@@ -30,7 +30,7 @@ class SettingsTest {
         assertEquals("1", s.get(ServerKeys.GPU));
         assertEquals(8L << 20, s.get(ServerKeys.REGION_SIZE));
         assertEquals(Mode.DOORBELL, s.get(ServerKeys.MODE));
-        assertEquals(1500L, s.get(ServerKeys.OWNER_TIMEOUT_MS));
+        assertEquals(1200L, s.get(ServerKeys.OWNER_TIMEOUT_MS));
         assertNull(s.get(ServerKeys.PIDFILE));
         assertEquals("--set", s.sourceOf("gpu"));
         assertEquals(high.toString(), s.sourceOf("region.size"));

@@ -5,7 +5,7 @@ import java.util.Arrays;
 /**
  * What the driver printed for one guest process's kernels (device printf, a failed device assert's
  * message), waiting for the process to read it (ivc_device_output_read, docs/kernels.md). Bounded:
- * at most {@link #CAPACITY} bytes wait; what does not fit is counted as dropped and said to the
+ * at most {@code limit.device.output.bytes} (its capacity) wait; what does not fit is counted as dropped and said to the
  * process with its next read, as is output withheld because it could have been another process's.
  * Its memory grows only as output arrives, so a process that never prints costs nothing.
  *
@@ -13,8 +13,8 @@ import java.util.Arrays;
  * method holds the object's lock.
  */
 public final class DeviceOutput {
-    /** Bytes one process may have waiting: the driver's own default printf FIFO size (1 MiB). */
-    public static final int CAPACITY = 1 << 20;
+    /** Bytes one process may have waiting (by default the driver's own default printf FIFO size, 1 MiB). */
+    private final int capacity;
 
     private byte[] bytes = new byte[0];
     private int start;
@@ -22,10 +22,22 @@ public final class DeviceOutput {
     private long dropped;
     private long withheld;
 
+    /** @param capacity bytes that may wait ({@code limit.device.output.bytes}) */
+    public DeviceOutput(int capacity) {
+        if (capacity < 1) {
+            throw new IllegalArgumentException("capacity " + capacity);
+        }
+        this.capacity = capacity;
+    }
+
+    public int capacity() {
+        return capacity;
+    }
+
     /** Keeps as much of {@code b[0..length)} as fits, counts the rest as dropped. */
     public synchronized void append(byte[] b, int length) {
         int waiting = end - start;
-        int kept = Math.min(length, CAPACITY - waiting);
+        int kept = Math.min(length, capacity - waiting);
         if (kept > 0) {
             if (end + kept > bytes.length) {
                 // move what waits to the front, then grow (doubling, up to the capacity) if still short
@@ -37,7 +49,7 @@ public final class DeviceOutput {
                     while (size < end + kept) {
                         size *= 2;
                     }
-                    bytes = Arrays.copyOf(bytes, Math.min(size, CAPACITY));
+                    bytes = Arrays.copyOf(bytes, Math.min(size, capacity));
                 }
             }
             System.arraycopy(b, 0, bytes, end, kept);

@@ -10,7 +10,7 @@ import org.agrona.UnsafeApi;
  * driver fills (docs/kernels.md, "JIT logs"). The guest asks for a log by sending
  * {@code CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES} / {@code CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES} with its
  * own buffer's size, and for the time by {@code CU_JIT_WALL_TIME}; the server gives the driver
- * buffers of its own (at most {@link #LIMIT} bytes each) and answers what they hold through
+ * buffers of its own (at most {@code limit.jit.log.bytes} each) and answers what they hold through
  * {@code ivc_jit_log_read}. The driver writes into them and into the option values during every
  * call of the link state (cuda.h: "optionValues must remain valid for the life of the CUlinkState
  * if output options are used"), so all of it is one native block, freed after cuLinkDestroy. A
@@ -18,8 +18,6 @@ import org.agrona.UnsafeApi;
  * call; its channel's session keeps it until the next load, for the guest to read the logs.
  */
 public final class JitLogs {
-    /** Bytes of each log the server keeps: one response area holds it with room to spare. */
-    public static final int LIMIT = 32 << 10;
     static final int WALL_TIME = 2;
     static final int INFO_LOG_BUFFER = 3;
     static final int INFO_LOG_BUFFER_SIZE_BYTES = 4;
@@ -64,10 +62,10 @@ public final class JitLogs {
     /**
      * The driver's options for the guest's (option, value) pairs, each read once: the scalar options
      * the server passes on ({@code safe}), plus the logs and the time asked for; or why they are
-     * refused (a String).
+     * refused (a String). Each log buffer holds at most {@code logLimit} bytes ({@code limit.jit.log.bytes}).
      */
-    public static Object parse(DirectBuffer in, int index, int length, long size, int max, LongPredicate safe) {
-        return parse(in, index, length, size, max, safe, false);
+    public static Object parse(DirectBuffer in, int index, int length, long size, int max, LongPredicate safe, int logLimit) {
+        return parse(in, index, length, size, max, safe, false, logLimit);
     }
 
     /**
@@ -77,12 +75,12 @@ public final class JitLogs {
      * refused (docs/kernels.md).
      */
     public static Object parseDroppingOthers(DirectBuffer in, int index, int length, long size, int max,
-                                             LongPredicate safe) {
-        return parse(in, index, length, size, max, safe, true);
+                                             LongPredicate safe, int logLimit) {
+        return parse(in, index, length, size, max, safe, true, logLimit);
     }
 
     private static Object parse(DirectBuffer in, int index, int length, long size, int max, LongPredicate safe,
-                                boolean dropOthers) {
+                                boolean dropOthers, int logLimit) {
         int count = length / 16;
         if (length != size || length % 16 != 0 || count > max) {
             return "jitOptionsSize " + size + " is not (option, value) pairs of at most " + max;
@@ -99,7 +97,7 @@ public final class JitLogs {
                 if (value[i] < 1 || value[i] > 0xFFFF_FFFFL) {
                     return "JIT log size " + value[i] + " is not in 1.." + 0xFFFF_FFFFL;
                 }
-                int bytes = (int) Math.min(value[i], LIMIT);
+                int bytes = (int) Math.min(value[i], logLimit);
                 // each log once: a second would take two more driver slots than were counted
                 if ((option[i] == INFO_LOG_BUFFER_SIZE_BYTES ? info : error) != 0) {
                     return "JIT option " + option[i] + " is given twice";

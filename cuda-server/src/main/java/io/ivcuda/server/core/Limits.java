@@ -24,17 +24,21 @@ import io.ivcuda.common.config.ServerKeys;
  *                           purpose costs the host a JVM and driver start each time, and, under MPS, the
  *                           other VMs on the GPU their CUDA work (docs/sharing.md)
  * @param recoveriesWindowMs the window of that limit ({@code limit.recoveries.window.ms})
+ * @param deviceOutputBytes  device printf output one process may have waiting ({@code limit.device.output.bytes});
+ *                           the rest is dropped and counted, and the guest says how much on stderr
+ * @param jitLogBytes        bytes of each JIT log buffer the server gives the driver ({@code limit.jit.log.bytes})
  */
 public record Limits(int handlesPerProcess, int handlesPerVm, int allocationsPerProcess, int processes,
                      long imageBytes, int refusalLinesPerKind, long refusalWindowMs, int recoveries,
-                     long recoveriesWindowMs) {
+                     long recoveriesWindowMs, int deviceOutputBytes, int jitLogBytes) {
 
     /** The defaults: those of the keys' declarations (common's ServerKeys). */
     public static final Limits DEFAULT = new Limits(intDefault(ServerKeys.LIMIT_HANDLES_PROCESS),
             intDefault(ServerKeys.LIMIT_HANDLES_VM), intDefault(ServerKeys.LIMIT_ALLOCATIONS_PROCESS),
             intDefault(ServerKeys.LIMIT_PROCESSES), ServerKeys.LIMIT_MODULE_IMAGE_BYTES.defaultValue(),
             intDefault(ServerKeys.LOG_REFUSALS_PER_KIND), ServerKeys.LOG_REFUSALS_WINDOW_MS.defaultValue(),
-            intDefault(ServerKeys.LIMIT_RECOVERIES), ServerKeys.LIMIT_RECOVERIES_WINDOW_MS.defaultValue());
+            intDefault(ServerKeys.LIMIT_RECOVERIES), ServerKeys.LIMIT_RECOVERIES_WINDOW_MS.defaultValue(),
+            intDefault(ServerKeys.LIMIT_DEVICE_OUTPUT_BYTES), intDefault(ServerKeys.LIMIT_JIT_LOG_BYTES));
 
     private static int intDefault(ConfigKey<Long> key) {
         return Math.toIntExact(key.defaultValue());

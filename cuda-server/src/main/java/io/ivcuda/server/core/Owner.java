@@ -13,12 +13,18 @@ public final class Owner {
     /** The handle id of the pool cuDeviceSetMemPool made current for this process; 0: the device's. */
     private final AtomicLong currentPool = new AtomicLong();
     private final CallMetrics metrics = CallMetrics.totals();
-    private final DeviceOutput output = new DeviceOutput();
+    private final DeviceOutput output;
     private volatile boolean closed;
     private final AtomicBoolean reclaimed = new AtomicBoolean();
 
+    /** An owner with the default limits (tests). */
     public Owner(long token) {
+        this(token, Limits.DEFAULT);
+    }
+
+    public Owner(long token, Limits limits) {
         this.token = token;
+        this.output = new DeviceOutput(limits.deviceOutputBytes());
         this.vmm = new VirtualMemory(token);
     }
 

@@ -170,7 +170,7 @@ public final class Vm {
     }
 
     public Owner owner(long token) {
-        return owners.computeIfAbsent(token, Owner::new);
+        return owners.computeIfAbsent(token, t -> new Owner(t, limits));
     }
 
     /**
@@ -186,7 +186,7 @@ public final class Vm {
         if (reclaimed.contains(token) || owners.size() >= limits.processes()) {
             return null;
         }
-        o = owners.computeIfAbsent(token, Owner::new);
+        o = owners.computeIfAbsent(token, t -> new Owner(t, limits));
         return o.closed() ? null : o;
     }
 

@@ -54,7 +54,7 @@ final class LibraryHandler implements LibraryCalls {
         // the options are read (once) before the image moves, which follows whatever they hold; the
         // logs and the time asked for are the driver's, kept on the session for ivc_jit_log_read
         Object parsed = JitLogs.parse(in, jitOptionsIndex, jitOptionsLength, jitOptionsSize, MAX_JIT_OPTIONS,
-                LibraryHandler::safeJitOption);
+                LibraryHandler::safeJitOption, session.vm.limits().jitLogBytes());
         if (parsed instanceof String bad) {
             session.warn("jitOptions", bad, CuResult.INVALID_VALUE);
             return sendImage != 0 && !session.chunks.discard(imageSize) ? CuResult.DEVICE_UNAVAILABLE : CuResult.INVALID_VALUE;

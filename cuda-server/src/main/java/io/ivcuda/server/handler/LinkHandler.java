@@ -30,7 +30,7 @@ final class LinkHandler implements LinkerCalls {
     public int ivc_link_create(Reply r, DirectBuffer in, int jitOptionsIndex, int jitOptionsLength, long jitOptionsSize) {
         // the options live as long as the link state: the driver fills its logs and outputs in later calls
         Object parsed = JitLogs.parse(in, jitOptionsIndex, jitOptionsLength, jitOptionsSize,
-                LibraryHandler.MAX_JIT_OPTIONS, LibraryHandler::safeJitOption);
+                LibraryHandler.MAX_JIT_OPTIONS, LibraryHandler::safeJitOption, session.vm.limits().jitLogBytes());
         if (parsed instanceof String bad) {
             return session.refuse("jitOptions", bad, CuResult.INVALID_VALUE);
         }

@@ -30,7 +30,7 @@ final class ModuleHandler implements ModuleCalls {
         // ones the server passes on go to the driver with the logs and the time (CU_JIT_LOG_VERBOSE
         // makes the info log), the others are left out as they always were for modules
         Object parsed = JitLogs.parseDroppingOthers(in, jitOptionsIndex, jitOptionsLength, jitOptionsSize,
-                LibraryHandler.MAX_JIT_OPTIONS, LibraryHandler::safeJitOption);
+                LibraryHandler.MAX_JIT_OPTIONS, LibraryHandler::safeJitOption, session.vm.limits().jitLogBytes());
         if (parsed instanceof String bad) {
             session.warn("jitOptions", bad, CuResult.INVALID_VALUE);
             return sendImage != 0 && !session.chunks.discard(imageSize) ? CuResult.DEVICE_UNAVAILABLE

@@ -53,7 +53,7 @@ public final class Session implements Checks {
     /**
      * The JIT options, logs and outputs of this channel's last module or library load, for the guest
      * to read after the call (ivc_jit_log_read of link state 0); freed at the next load or when the
-     * session ends. One per channel, at most two {@link io.ivcuda.server.core.JitLogs#LIMIT} logs.
+     * session ends. One per channel, at most two logs of {@code limit.jit.log.bytes}.
      */
     private io.ivcuda.server.core.JitLogs loadLogs;
 

@@ -23,7 +23,7 @@ class DeviceOutputBufferTest {
 
     @Test
     void orderSurvivesPartialReadsAndGrowth() {
-        DeviceOutput o = new DeviceOutput();
+        DeviceOutput o = new DeviceOutput(1 << 20);
         assertFalse(o.pending());
         append(o, "abc");
         assertEquals("ab", read(o, 2));
@@ -35,12 +35,13 @@ class DeviceOutputBufferTest {
 
     @Test
     void beyondTheCapacityIsDroppedAndSaidOnce() {
-        DeviceOutput o = new DeviceOutput();
-        append(o, "z".repeat(DeviceOutput.CAPACITY - 1));
+        int capacity = 5000; // not a power of two: the growth stops at it
+        DeviceOutput o = new DeviceOutput(capacity);
+        append(o, "z".repeat(capacity - 1));
         append(o, "12");
         assertEquals(1, o.takeDropped());
         assertEquals(0, o.takeDropped());
-        assertEquals(DeviceOutput.CAPACITY, read(o, Integer.MAX_VALUE).length());
+        assertEquals(capacity, read(o, Integer.MAX_VALUE).length());
         o.withhold(5);
         assertTrue(o.pending(), "a withheld count is something to say");
         assertEquals(5, o.takeWithheld());
