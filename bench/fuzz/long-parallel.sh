@@ -20,6 +20,10 @@ out=${out:-fuzz-long-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out"
 "$java" -version 2>&1 | head -1 > "$out/java-version"
 
+# The test harness is not what is fuzzed: its wait loops, instrumented, fed libFuzzer a comparison per
+# spin and were the largest item of the fuzzer's profile (docs/benchmarks/fuzzing.md); every server class
+# (decoder, dispatcher, handlers, workers) stays instrumented
+harness='io.ivcuda.server.FakeGuest*:io.ivcuda.server.LogCapture'
 echo "$(date -u +%FT%TZ) starting $n processes for $seconds s each (seeds $seed..$((seed + n - 1))) in $out"
 pids=()
 for ((i = 0; i < n; i++)); do
@@ -29,10 +33,13 @@ for ((i = 0; i < n; i++)); do
     # instrumentation come first) in case a process hangs past it;
     # -keep_going: a finding is written and the run goes on, so every process uses its time;
     # Agrona needs jdk.internal.misc, as in the build's tests (cuda-server/pom.xml's argLine)
-    timeout -k 10 $((seconds + 300)) "$java" -Xmx"$heap" --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp "$kit/test-classes:$kit/classes:$kit/lib/*" \
+    # -XX:-DontCompileHugeMethods: instrumented, the generated Dispatcher's switch is over the JIT's
+    # huge-method limit and stayed interpreted, two thirds of a worker's time (docs/benchmarks/fuzzing.md)
+    timeout -k 10 $((seconds + 300)) "$java" -Xmx"$heap" -XX:-DontCompileHugeMethods --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -cp "$kit/test-classes:$kit/classes:$kit/lib/*" \
         com.code_intelligence.jazzer.Jazzer \
         --target_class=io.ivcuda.server.HostileGuestFuzzTarget \
         --instrumentation_includes='io.ivcuda.**' --custom_hook_includes='io.ivcuda.**' \
+        --instrumentation_excludes="$harness" \
         --keep_going=1000000 \
         -seed=$((seed + i)) -max_total_time="$seconds" -timeout=30 -print_final_stats=1 \
         -artifact_prefix="$run/findings/" "$run/corpus" > "$run/log" 2>&1 &

@@ -120,6 +120,9 @@ final class HostileGuestFuzzer {
                 if (channel == null) {
                     continue; // taken between the look and the compare-and-set, as a guest library may find it
                 }
+                // the watcher attaches a worker on its next look: now, as a doorbell-mode hello's ring
+                // makes it, not after its plain-mode poll period (most inputs claim a channel)
+                server.wakeWatcher();
                 Response r = channel.hello();
                 if (r.result() == CuResult.SUCCESS) {
                     return channel;
@@ -139,7 +142,10 @@ final class HostileGuestFuzzer {
                 }
                 throw new AssertionError("no channel came back free and at rest within 5 s:" + b);
             }
-            Thread.onSpinWait();
+            if (i == guest.channelCount - 1) {
+                server.wakeWatcher(); // none free at rest this round: let the watcher reset a finished one
+                Thread.yield();
+            }
         }
     }
 

@@ -40,13 +40,13 @@ final class LogCapture extends AbstractAppender implements AutoCloseable {
 
     @Override
     public void append(LogEvent event) {
-        all.incrementAndGet();
+        long n = all.incrementAndGet();
         if (event.getLevel() == Level.WARN) {
             warnings.incrementAndGet();
         } else if (event.getLevel().isMoreSpecificThan(Level.ERROR)) {
             errors.incrementAndGet();
         }
-        if (events.size() < 10_000) {
+        if (n <= 10_000) { // the count, not events.size(): that walks the whole queue
             events.add(event.toImmutable());
         }
     }
