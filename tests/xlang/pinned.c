@@ -121,13 +121,23 @@ int main(int argc, char **argv)
     expect(db - da == (CUdeviceptr)(b - a), "device pointers keep the blocks' distance");
     expect(da >= w.pool_device_address && da < w.pool_device_address + w.size,
            "the device pointer lies in the pool's device range");
+    if (expect_placed && da != (CUdeviceptr)(uintptr_t)a && !range_free(w.base, w.size)
+        && ((uint64_t)(uintptr_t)a < w.base || (uint64_t)(uintptr_t)a >= w.base + w.size)) {
+        /* Free when this test looked, taken by the time the library mapped the region (this
+         * process's own mappings meanwhile: threads' stacks, allocator arenas, the libraries the
+         * driver's start loads; the 1 GiB range of a fresh-clone CI run once met one): the fallback
+         * is what must work then. A range still wholly free would be a failed placement, and fails. */
+        printf("pinned: 0x%" PRIx64 " was taken in this process before the library mapped the region: checking the fallback\n",
+               w.base);
+        expect_placed = 0;
+    }
     if (expect_placed) {
         expect(da == (CUdeviceptr)(uintptr_t)a, "a pinned pointer is its own device pointer");
         expect((uint64_t)(uintptr_t)a >= w.base && (uint64_t)(uintptr_t)a < w.base + w.size,
                "the pinned block lies in the region mapped at the server's address");
     } else {
         expect(da != (CUdeviceptr)(uintptr_t)a, "the fallback: the device pointer is the server's, not ours");
-        expect(!range_free(w.base, 4096) && ((uint64_t)(uintptr_t)a < w.base || (uint64_t)(uintptr_t)a >= w.base + w.size),
+        expect(!range_free(w.base, w.size) && ((uint64_t)(uintptr_t)a < w.base || (uint64_t)(uintptr_t)a >= w.base + w.size),
                "the library kept its own mapping, not the occupied range");
     }
 
