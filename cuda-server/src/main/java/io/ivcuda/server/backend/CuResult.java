@@ -29,6 +29,7 @@ public final class CuResult {
     public static final int LAUNCH_FAILED = 719;
     public static final int NOT_SUPPORTED = 801;
     public static final int SYSTEM_NOT_READY = 802;
+    public static final int MPS_CLIENT_TERMINATED = 810;
     public static final int UNKNOWN = 999;
 
     private CuResult() {
@@ -63,6 +64,7 @@ public final class CuResult {
             case LAUNCH_FAILED -> "CUDA_ERROR_LAUNCH_FAILED";
             case NOT_SUPPORTED -> "CUDA_ERROR_NOT_SUPPORTED";
             case SYSTEM_NOT_READY -> "CUDA_ERROR_SYSTEM_NOT_READY";
+            case MPS_CLIENT_TERMINATED -> "CUDA_ERROR_MPS_CLIENT_TERMINATED";
             default -> "CUresult " + result;
         };
     }

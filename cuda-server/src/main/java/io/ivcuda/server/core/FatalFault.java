@@ -70,7 +70,11 @@ public final class FatalFault {
      */
     public static boolean fatal(int result) {
         if (result < CuResult.ILLEGAL_ADDRESS || result > CuResult.LAUNCH_FAILED) {
-            return false; // the hot path: every call's result comes here
+            // the hot path: every call's result comes here. Under MPS another client's fatal fault
+            // ends this client too (NVIDIA's MPS error containment): cuda.h says after 810 "the
+            // process must be terminated and relaunched", so it is recovered from like a fault of
+            // our own — without this a server whose neighbour faulted stayed unusable for good
+            return result == CuResult.MPS_CLIENT_TERMINATED;
         }
         return switch (result) {
             case CuResult.ILLEGAL_ADDRESS, CuResult.LAUNCH_TIMEOUT, CuResult.ASSERT, CuResult.HARDWARE_STACK_ERROR,
