@@ -263,6 +263,22 @@ check_native_driver() {
     fi
 }
 
+# cudart's integrity check: the server starts host-tools' oracle per guest process; from the
+# tree it is built here (gcc only) and its path printed (nothing when it could not be built), the
+# installed default being /usr/libexec/ivcuda. Servers give it as --set integrity.oracle=PATH.
+integrity_oracle() {
+    local oracle=$BUILD_DIR/host-tools/ivcuda-integrity-oracle
+    # gpu/apps.sh starts several servers at once: one build, the others wait for it (without the lock
+    # a server that found the oracle half-written ran without one: histogram.static answered 103)
+    mkdir -p "$BUILD_DIR"
+    if ! flock "$BUILD_DIR/host-tools.lock" sh -c '[ -x "$1" ] || make -s -C "$2/host-tools" BUILD="$3/host-tools" "$1"' \
+        sh "$oracle" "$REPO_ROOT" "$BUILD_DIR" >>"$OUT/logs/build-host-tools.log" 2>&1; then
+        log "server: ivcuda-integrity-oracle not built (logs/build-host-tools.log): runtime-API programs will fail with 103"
+    fi
+    [ -x "$oracle" ] && echo "$oracle"
+    return 0
+}
+
 # Starts the cuda-server in the background (under timeout $1 seconds as a safety net)
 # and waits for READY. Extra `--set` arguments follow.
 start_server() {
@@ -287,17 +303,9 @@ start_server() {
         rm -f "$REGION_PATH"
     fi
     local mode_args=()
-    # cudart's integrity check: the server starts host-tools' oracle per guest process; from the
-    # tree it is built here (gcc only) and named, the installed default being /usr/libexec/ivcuda
-    local oracle=$BUILD_DIR/host-tools/ivcuda-integrity-oracle
-    # gpu/apps.sh starts several servers at once: one build, the others wait for it (without the lock
-    # a server that found the oracle half-written ran without one: histogram.static answered 103)
-    mkdir -p "$BUILD_DIR"
-    if ! flock "$BUILD_DIR/host-tools.lock" sh -c '[ -x "$1" ] || make -s -C "$2/host-tools" BUILD="$3/host-tools" "$1"' \
-        sh "$oracle" "$REPO_ROOT" "$BUILD_DIR" >>"$OUT/logs/build-host-tools.log" 2>&1; then
-        log "server: ivcuda-integrity-oracle not built (logs/build-host-tools.log): runtime-API programs will fail with 103"
-    fi
-    [ -x "$oracle" ] && mode_args+=(--set "integrity.oracle=$oracle")
+    local oracle
+    oracle=$(integrity_oracle)
+    [ -n "$oracle" ] && mode_args+=(--set "integrity.oracle=$oracle")
     if [ "$IVCUDA_MODE" = doorbell ]; then
         rm -f "$DOORBELL_SOCKET"
         mode_args+=(--set mode=doorbell --set "doorbell.socket=$DOORBELL_SOCKET"

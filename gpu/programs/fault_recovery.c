@@ -8,7 +8,7 @@
  * passes only if the server replaced its CUDA process once the first exited, and the guest
  * library waited for it (docs/architecture.md, "Fault recovery"). The concurrent case, a
  * process already holding CUDA state at the fault, is process_isolation's. Prints one line per
- * step. */
+ * step. With a second argument, `fault` or `compute`, runs that one step in this process. */
 #include "common.h"
 
 #include <sys/wait.h>
@@ -80,9 +80,19 @@ static int run_child(const char *name, int (*body)(const char *), const char *di
     return code != 0;
 }
 
+/* `fault_recovery KERNELS fault` or `... compute`: one step alone, in this process (gpu/sharing.sh
+ * faults in one VM while another VM works, then checks that each VM computes again) */
 int main(int argc, char **argv)
 {
     const char *dir = kernel_dir(argc, argv);
+    if (argc > 2 && strcmp(argv[2], "fault") == 0)
+        return faulting_child(dir);
+    if (argc > 2 && strcmp(argv[2], "compute") == 0)
+        return computing_child(dir);
+    if (argc > 2) {
+        fprintf(stderr, "usage: %s KERNELS [fault|compute]\n", argv[0]);
+        return 2;
+    }
     int failed = run_child("first child", faulting_child, dir);
     failed |= run_child("second child", computing_child, dir);
     return failed;
