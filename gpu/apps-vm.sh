@@ -2,8 +2,9 @@
 # gpu/apps.sh's vm mode: the corpus samples it built, inside test guests (vm/build-guest.sh) booted
 # under QEMU (vm/qemu.sh), each guest with a cuda-server of its own on the host and its region as the
 # ivshmem device, as vm/gpu-vm.sh does for the driver-API programs. Sourced by gpu/apps.sh after
-# gpu/lib.sh; runs after every build and native run (the order is by native wall time, fastest
-# first: under TCG the budget, not the list, decides how many run).
+# gpu/lib.sh; runs once every build and native run ended (the order is by native wall time, fastest
+# first: under TCG the budget, not the list, decides how many run), beside the loopback runs and the
+# PyTorch scripts still going: the guests take the CPU, those the GPU.
 #
 # Each guest gets every VM_COUNT-th program of that order (so each starts with fast ones), the
 # samples' build directories without CMake's files (the data files the samples look for beside their
@@ -17,7 +18,9 @@
 # Settings (environment; defaults in brackets):
 #   VM_ACCEL              tcg or kvm [tcg: the H200 machine's /dev/kvm is kvm-pvm, which boots no
 #                         Debian kernel]
-#   VM_COUNT              guests at once [4]
+#   VM_COUNT              guests at once [(cores - 4) / VM_CPUS, at least 1: 6 on the H200 machine's 16
+#                         cores, which leaves 4 to the guests' cuda-servers, the loopback runs' servers and
+#                         PyTorch; under TCG each vCPU is a host thread that keeps a core busy]
 #   VM_CPUS               vCPUs per guest [2]
 #   VM_MEMORY_MB          per guest [2048 + three times its image, unpacked]
 #   VM_PROGRAM_TIMEOUT_S  per program inside a guest [120: sortingNetworks' CPU-side check takes 69 s
@@ -26,14 +29,18 @@
 #                         and on the dev machine a 1.9 GB image booted under TCG in 50 s uncompressed,
 #                         60 s from zstd (638 MB); gzip is slower still, and zstd may be missing]
 #   VM_RESERVE_S          seconds at the end of TOTAL_BUDGET_S that builds and native runs leave to
-#                         the guests [240]
+#                         the guests [240: on the H200 machine (2026-12-02 00:56 UTC) four guests of 26
+#                         programs each took 79-172 s in QEMU, and their images ~7 s to build]
 #   IVCUDA_VM_CARRY       QEMU and the guest's kernel and busybox [.vmcarry] (vm/prepare-gpu-carry.sh)
 #   VM_PROGRAM_ENV        NAME=VALUE words exported to every program in the guests, for a diagnosis
 #                         (e.g. LD_DEBUG=libs: the loader's search, on the program's stderr) [none]
 
 VM_ACCEL=${VM_ACCEL:-tcg}
-VM_COUNT=${VM_COUNT:-4}
 VM_CPUS=${VM_CPUS:-2}
+if [ -z "${VM_COUNT:-}" ]; then
+    VM_COUNT=$((($(nproc) - 4) / VM_CPUS))
+    [ "$VM_COUNT" -ge 1 ] || VM_COUNT=1
+fi
 VM_PROGRAM_TIMEOUT_S=${VM_PROGRAM_TIMEOUT_S:-120}
 VM_RESERVE_S=${VM_RESERVE_S:-240}
 VM_INITRD_COMPRESS=${VM_INITRD_COMPRESS:-none}
@@ -192,7 +199,7 @@ vm_report() {
     compgen -G "$WORK/vm/*/report-row" >/dev/null || return 0
     local runs equal skipped
     runs=$(cat "$WORK"/runs/*.{static,shared}/vm.rc 2>/dev/null | wc -l)
-    equal=$(awk -F'\t' '$1 !~ /^torch\./ && $2 == "yes"' "$WORK/equal.tsv" 2>/dev/null | wc -l)
+    equal=$(awk -F'\t' '$1 !~ /^torch\./ && $2 == "vm" && $3 == "yes"' "$WORK/equal.tsv" 2>/dev/null | wc -l)
     skipped=$(grep -l "^skipped (time budget" "$WORK"/runs/*.{static,shared}/vm.rc 2>/dev/null | wc -l)
     echo "## The guests (vm mode)"
     echo
@@ -233,26 +240,54 @@ vm_result() {
     log "$p vm: rc=$RUN_RC wall=${RUN_WALL}s"
 }
 
+# vm_deal <guests> <program...>: guest i gets every <guests>-th program from the i-th on, one
+# line of programs per guest (each starts with fast ones, the slow ones spread over all).
+vm_deal() {
+    local n=$1 i j
+    shift
+    local order=("$@")
+    for ((i = 0; i < n; i++)); do
+        local mine=()
+        for ((j = i; j < ${#order[@]}; j += n)); do mine+=("${order[$j]}"); done
+        echo "${mine[*]}"
+    done
+}
+
 vm_lane() {
     local order=() p i
     mapfile -t order < <(vm_order)
     [ "${#order[@]}" -gt 0 ] || return 0
+    mkdir -p "$WORK/vm"
+    : >"$WORK/vm/started"
+    local n=$VM_COUNT
+    [ "$n" -gt "${#order[@]}" ] && n=${#order[@]}
+    local guests=()
+    mapfile -t guests < <(vm_deal "$n" "${order[@]}")
+    if [ "$DRY_RUN" = 1 ]; then
+        # the plan only: no QEMU image is built or booted in a dry run
+        log "vm: after $(($(date +%s) - START_S)) s, ${#order[@]} programs in $n guests of $VM_CPUS vCPUs ($ACCEL), $(time_left) s left (dry run: none booted)"
+        for ((i = 0; i < n; i++)); do
+            echo "plan: vm guest $i: ${guests[$i]}"
+            for p in ${guests[$i]}; do echo "skipped (dry run: no guest booted)" >"$WORK/runs/$p/vm.rc"; done
+        done
+        : >"$WORK/vm/ended"
+        return 0
+    fi
     if [ "$GUEST_OK" != 1 ]; then
         for p in "${order[@]}"; do echo "skipped (no guest library or server: logs/steps.log)" >"$WORK/runs/$p/vm.rc"; done
         return 0
     fi
-    mkdir -p "$WORK/vm"
     if ! setup_qemu; then
         for p in "${order[@]}"; do echo "skipped (no QEMU: steps.log)" >"$WORK/runs/$p/vm.rc"; done
         return 0
     fi
-    local n=$VM_COUNT
-    [ "$n" -gt "${#order[@]}" ] && n=${#order[@]}
-    log "vm: ${#order[@]} programs in $n guests ($ACCEL), $(time_left) s left"
+    log "vm: after $(($(date +%s) - START_S)) s, ${#order[@]} programs in $n guests of $VM_CPUS vCPUs ($ACCEL), $(time_left) s left"
     for ((i = 0; i < n; i++)); do
-        local mine=() j
-        for ((j = i; j < ${#order[@]}; j += n)); do mine+=("${order[$j]}"); done
+        local mine=()
+        read -r -a mine <<<"${guests[$i]}"
         (vm_guest "$i" "${mine[@]}") &
     done
     wait
+    : >"$WORK/vm/ended"
+    log "vm: every guest ended after $(($(date +%s) - START_S)) s"
 }
