@@ -403,7 +403,7 @@ corpus_job() {
     local s=$1 v=$2 prog=$1.$2 bld=$CORPUS_BUILD_DIR/$2/$1 mode
     mkdir -p "$WORK/runs/$prog"
     if ! build_sample "$s" "$v"; then
-        echo no >"$WORK/ready/$prog"
+        mark_ready "$prog" no
         return 0
     fi
     local args=()
@@ -420,7 +420,12 @@ corpus_job() {
         fi
         run_mode "$prog" "$mode" "$bld" "$CORPUS_TIMEOUT_S" "$bld/$s" "${args[@]}"
     done
-    echo built >"$WORK/ready/$prog"
+    mark_ready "$prog" built
+}
+
+# mark_ready <program> <built|no>: whole, as the loopback lane may read it at any time.
+mark_ready() {
+    echo "$2" >"$WORK/ready/.$1.tmp" && mv "$WORK/ready/.$1.tmp" "$WORK/ready/$1"
 }
 
 # loopback_job <program>: its trace and ivcuda runs (in the order of --modes).
