@@ -795,14 +795,18 @@ equal_title() {
 
 # table <corpus|torch> <program...>: a column per mode, after each compared mode whether it
 # equals native, then why not (each compared mode's reason, once when they are the same). The
-# PyTorch table has no vm columns: the guests run the corpus only. Appends <program, mode,
+# PyTorch table has no vm columns: the guests run the corpus only; native2's column is left out
+# where no program ran twice. Appends <program, mode,
 # equal> to equal.tsv for the summary.
 table() {
     local kind=$1 header="| program | " sep="|---|" m p eq
     shift
-    local modes=()
+    local modes=() n2=0
+    # no "native again" column for the corpus when none of it ran twice (CORPUS_NATIVE2=0)
+    for p in "$@"; do [ -f "$WORK/runs/$p/native2.rc" ] && n2=1 && break; done
     for m in "${MODE_LIST[@]}"; do
         [ "$kind" = torch ] && [ "$m" = vm ] && continue
+        [ "$m" = native2 ] && [ "$n2" = 0 ] && continue
         modes+=("$m")
     done
     for m in "${modes[@]}"; do
