@@ -12,8 +12,9 @@
 #             server per run, as gpu/validate.sh does
 #   vm        the corpus inside test guests under QEMU (TCG), a cuda-server per guest, as
 #             vm/gpu-vm.sh does for the driver-API programs; as soon as every build and native run
-#             is done, fastest first, as many as the budget allows (gpu/apps-vm.sh, its settings
-#             there), beside the loopback runs and the PyTorch scripts that are still going
+#             is done, dealt to the guests by their expected time there, each guest's fastest
+#             first, as many as the budget allows (gpu/apps-vm.sh, its settings there), beside the
+#             loopback runs and the PyTorch scripts that are still going
 # then compares each mode's output with native (timings taken out by
 # gpu/normalize_output.py; PyTorch values within the spread of the two native runs:
 # gpu/pytorch/compare.py) and writes the table docs/compatibility.md is made of: per program
@@ -1055,6 +1056,9 @@ pack_results() {
         find runs -path 'runs/*/server-*/logs/*' -type f
         find logs -type f
         find vm -path 'vm/*/logs/*' -type f 2>/dev/null
+        # what --report-only needs besides the runs: the guests' rows and the timeline's marks
+        find vm -name report-row 2>/dev/null
+        for f in started ready/.done vm/started vm/ended loopback.done torch.done; do [ -f "$f" ] && echo "$f"; done
     } | sort)
     mapfile -t corpus_traces < <(cd "$WORK" && find runs -maxdepth 2 -name '*.trace.*.log' ! -path 'runs/torch.*' | sort)
     mapfile -t torch_traces < <(cd "$WORK" && find runs -maxdepth 2 -name '*.trace.*.log' -path 'runs/torch.*' | sort)
