@@ -38,8 +38,8 @@
 #   gpu/sharing.sh             on the GPU machine
 # Settings: see gpu/lib.sh; JOB_SECONDS (default 3) per run; SHARE_A, SHARE_B (25, 75); QUOTA_MIB (4096);
 # SHARE_TOLERANCE (0.5); TOTAL_BUDGET_S (default 150); MPS_CONTROL (nvidia-cuda-mps-control on PATH);
-# PYTHON (python3, with PyTorch); REGION_MIB (256: each VM's region); RECOVERY_WAIT_S (45: the longest
-# wait for a server's recovery after the fault).
+# PYTHON (python3, with PyTorch); REGION_MIB (256: each VM's region; 64 where /dev/shm has not room
+# for two); RECOVERY_WAIT_S (45: the longest wait for a server's recovery after the fault).
 set -uo pipefail
 
 # shellcheck source=gpu/lib.sh source-path=SCRIPTDIR
@@ -54,7 +54,14 @@ SHARE_B=${SHARE_B:-75}
 MPS_CONTROL=${MPS_CONTROL:-nvidia-cuda-mps-control}
 QUOTA_MIB=${QUOTA_MIB:-4096}
 PYTHON=${PYTHON:-python3}
+# each VM's region: 256 MiB, a VM's default (the provisioner's defaults.size; PyTorch's runs had 1 GiB,
+# the 2026-12-01 runs of this script 64 MiB: the region is host memory, which the quota does not
+# count), 64 MiB where /dev/shm has not the room for two
 REGION_MIB=${REGION_MIB:-256}
+SHM_FREE=$(df -B1 --output=avail /dev/shm 2>/dev/null | tail -1 | tr -dc '0-9')
+if [ -n "$SHM_FREE" ] && [ $((SHM_FREE >> 20)) -lt $((2 * REGION_MIB + 64)) ]; then
+    REGION_MIB=64
+fi
 RECOVERY_WAIT_S=${RECOVERY_WAIT_S:-45}
 KERNELS=$BUILD_DIR/kernels
 BIN=$BUILD_DIR/programs
@@ -94,7 +101,7 @@ fail() {
     exit 1
 }
 
-log "ivcuda compute shares on the GPU, OUT=$OUT, BUILD_DIR=$BUILD_DIR, shares $SHARE_A and $SHARE_B, $JOB_SECONDS s per run"
+log "ivcuda compute shares on the GPU, OUT=$OUT, BUILD_DIR=$BUILD_DIR, shares $SHARE_A and $SHARE_B, $JOB_SECONDS s per run, regions of $REGION_MIB MiB, budget $((DEADLINE_S - START_S)) s"
 : >"$REPORT"
 build_kernels "$KERNELS" "$REPO_ROOT/gpu/kernels/share_burn.cu" "$REPO_ROOT/gpu/kernels/fault_recovery.cu" ||
     fail "building share_burn.cu and fault_recovery.cu failed"
