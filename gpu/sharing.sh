@@ -277,7 +277,7 @@ STATUS_A=$(server_status a)
 # shellcheck disable=SC2046
 env $(guest_env a) timeout "$(bounded 60)" "$BIN/quota_view" "$QUOTA_MIB" 8 ${MIN_A:+"$MIN_A"} >"$OUT/logs/quota-a.out" 2>&1 &
 QA=$!
-for _ in $(seq 1 600); do grep -q "^holding" "$OUT/logs/quota-a.out" && break; kill -0 "$QA" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 1 600); do grep -q "^holding" "$OUT/logs/quota-a.out" 2>/dev/null && break; kill -0 "$QA" 2>/dev/null || break; sleep 0.1; done
 STATUS_B=$(server_status b)
 # shellcheck disable=SC2046
 env $(guest_env b) timeout "$(bounded 60)" "$BIN/quota_view" "$QUOTA_MIB" 0 ${MIN_B:+"$MIN_B"} >"$OUT/logs/quota-b.out" 2>&1
@@ -327,7 +327,7 @@ torch_step() {
         PYTORCH_NVML_BASED_CUDA_CHECK=1 timeout -k 5 "$t" "$PYTHON" "$REPO_ROOT/gpu/pytorch/quota_torch.py" \
         "$QUOTA_MIB" "${MIN_A:-$((QUOTA_MIB - 64 - 256))}" "$go" >"$out" 2>"$err" &
     tp=$!
-    for _ in $(seq 1 $((t * 10))); do grep -q "^holding" "$out" && break; kill -0 "$tp" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 1 $((t * 10))); do grep -q "^holding" "$out" 2>/dev/null && break; kill -0 "$tp" 2>/dev/null || break; sleep 0.1; done
     pid=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' "$out")
     if grep -q "^holding" "$out"; then
         # shellcheck disable=SC2046
