@@ -96,7 +96,7 @@ class LogTemplatesTest {
             // RFC 5424: <facility daemon (3) * 8 + error (3)>1 TIME HOST APP-NAME …
             assertTrue(record.startsWith("<27>1 "), record);
             assertTrue(record.contains(" ivcuda-hook "), record);
-            assertTrue(record.contains("domain=\"vm1\""), record);
+            assertTrue(record.contains("[ivcuda@32473 domain=\"vm1\"]"), record);
             assertTrue(record.contains("vm1 prepare: refused for the test"), record);
             assertTrue(Files.notExists(dir.resolve("hook.log")), "the file stays empty when syslog is chosen");
         }
