@@ -24,6 +24,10 @@
 #   IVCUDA_VIA             host (a cuda-server on this host) or backend (a back-end domain stood in
 #                          on this host: its hook, agent and slot server, gpu/backend_standin.sh) [host]
 #   IVCUDA_COMMIT          the commit to stamp when the tree has no git metadata
+#   SERVER_SANDBOX         1: the server runs as the hook's direct launcher starts it (setpriv
+#                          --no-new-privs, host-tools' ivcuda-syscall-filter --require with the
+#                          unit's system-call allow-list, no core file, umask 027): whether the
+#                          real driver works inside that sandbox [0]
 #   LIBCUDA_LINK_DIR       a directory with a libcuda.so to link against [the toolkit's stubs]
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -299,8 +303,21 @@ start_server() {
         mode_args+=(--set mode=doorbell --set "doorbell.socket=$DOORBELL_SOCKET"
                    --set "doorbell.vectors=$DOORBELL_VECTORS" --set "channel.count=$DOORBELL_VECTORS")
     fi
+    # the direct launcher's sandbox (libvirt-hook DirectLauncher, docs/threat-model.md), here without
+    # setsid and another user: what it leaves the real driver is the point
+    local sandbox=()
+    if [ "${SERVER_SANDBOX:-0}" = 1 ]; then
+        local filter=$BUILD_DIR/host-tools/ivcuda-syscall-filter
+        if ! flock "$BUILD_DIR/host-tools.lock" sh -c '[ -x "$1" ] || make -s -C "$2/host-tools" BUILD="$3/host-tools" "$1"' \
+            sh "$filter" "$REPO_ROOT" "$BUILD_DIR" >>"$OUT/logs/build-host-tools.log" 2>&1; then
+            log "server: SERVER_SANDBOX=1 but ivcuda-syscall-filter not built (logs/build-host-tools.log)"
+            return 1
+        fi
+        sandbox=(setpriv --no-new-privs -- "$filter" --require -- sh -c 'ulimit -c 0 && umask 027 && exec "$@"' ivcuda-server)
+        log "server: sandboxed as the direct launcher does: ${sandbox[*]}"
+    fi
     # shellcheck disable=SC2086 # SERVER_EXTRA_ARGS is a list of --set options on purpose
-    timeout -s TERM -k 10 "$max_s" java -jar "$SERVER_JAR" --set "region.path=$REGION_PATH" \
+    timeout -s TERM -k 10 "$max_s" "${sandbox[@]}" java -jar "$SERVER_JAR" --set "region.path=$REGION_PATH" \
         --set "region.size=$REGION_SIZE" "${mode_args[@]}" "$@" $SERVER_EXTRA_ARGS >>"$OUT/logs/server.log" 2>&1 &
     SERVER_PID=$!
     log "server: started (pid $SERVER_PID), waiting for READY in $REGION_PATH"
