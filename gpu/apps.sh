@@ -11,26 +11,38 @@
 #   ivcuda    the guest libcuda.so.1 + a cuda-server on a region file (host loopback), a
 #             server per run, as gpu/validate.sh does
 #   vm        the corpus inside test guests under QEMU (TCG), a cuda-server per guest, as
-#             vm/gpu-vm.sh does for the driver-API programs; after every build and native run,
-#             fastest first, as many as the budget allows (gpu/apps-vm.sh, its settings there);
-#             the report is then compatibility-vm.md
+#             vm/gpu-vm.sh does for the driver-API programs; as soon as every build and native run
+#             is done, dealt to the guests by their expected time there, each guest's fastest
+#             first, as many as the budget allows (gpu/apps-vm.sh, its settings there), beside the
+#             loopback runs and the PyTorch scripts that are still going
 # then compares each mode's output with native (timings taken out by
 # gpu/normalize_output.py; PyTorch values within the spread of the two native runs:
-# gpu/pytorch/compare.py) and writes the table docs/compatibility.md is made of.
+# gpu/pytorch/compare.py) and writes the table docs/compatibility.md is made of: per program
+# each mode's run and, after each of trace, ivcuda and vm, whether it equals native. The report is
+# compatibility.md (copied to docs/ on the machine) unless vm is the only mode compared with
+# native: then compatibility-vm.md.
 #
-#   gpu/apps.sh [options]            on the GPU machine
-#   gpu/apps.sh --dry-run [options]  anywhere: the plan, the shim's own test, a few samples
-#                                    built with the same commands and run under the shim
-#                                    against a fake driver, the PyTorch scripts on the CPU
+# Issue 12's acceptance, everything in one device call (budget 510 s, then ~20 s of report and
+# packing; the parts measured on the H200 suggest ~400 s from a cold build directory):
+#   CORPUS_ARCH=90 gpu/apps.sh --modes native,native2,ivcuda,vm
+# The corpus builds (CPU-bound) with its native runs first; the loopback runs follow each program
+# as soon as its native run is done, in a lane of their own, so no build waits for them; the guests
+# boot once the last build and native run ended (the builds use every core: guests under TCG beside
+# them would only take cores from them) and run beside the loopback runs and the PyTorch lane that
+# are still going (the GPU's work, not the CPU's).
+#
 # Options:
 #   --modes LIST      comma-separated, from native,native2,trace,ivcuda,vm [native,native2,trace]
 #   --variants LIST   static,shared [both]
 #   --only REGEX      only samples/scripts whose name matches (extended regex)
 #   --no-corpus, --no-pytorch
+#   --report-only     no build and no run: the report again from the runs in APPS_WORK_DIR (after a
+#                     change to the report, or from a run's unpacked logs.tar.xz)
 # Settings (environment; defaults in brackets), besides those of gpu/lib.sh:
 #   OUT               where the results go: at most 8 files, most important first [./out]
 #   TOTAL_BUDGET_S    no build or run starts after it or outlasts it; the report, the traces'
-#                     summary and the packing follow (up to ~90 s) [480]
+#                     summary and the packing follow (up to ~90 s with traces, ~20 s without)
+#                     [480; 510 with vm, whose builds and native runs end VM_RESERVE_S before it]
 #   CORPUS_DIR        the samples [.corpus/cuda-samples, else ../shared/corpus/cuda-samples]
 #   CORPUS_BUILD_DIR  kept between calls on a warm machine and reused [/tmp/ivcuda-corpus-build]
 #   CORPUS_ARCH       own: the samples' nine architectures; or a list such as 90, set through
@@ -39,6 +51,9 @@
 #   NVCC_THREADS      nvcc --threads for its per-architecture work [4]
 #   GPU_SLOTS         programs running at once [4]
 #   CORPUS_TIMEOUT_S  per corpus run [60; ivcuda x2]
+#   CORPUS_NATIVE2    1: the corpus runs in mode native2 too [0: only the PyTorch scripts, whose
+#                     comparison is within the two native runs' spread; the corpus compares its
+#                     output without timings exactly, and a second native run only costs GPU slots]
 #   TORCH_TIMEOUT_S   per PyTorch run [300]
 #   TORCH_PAR         PyTorch scripts at once [2]
 #   PYTHON            the Python with PyTorch [python3]
@@ -60,6 +75,7 @@ ONLY=
 DRY_RUN=0
 DO_CORPUS=1
 DO_TORCH=1
+REPORT_ONLY=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --modes) MODES=$2; shift 2 ;;
@@ -68,6 +84,7 @@ while [ $# -gt 0 ]; do
         --no-corpus) DO_CORPUS=0; shift ;;
         --no-pytorch) DO_TORCH=0; shift ;;
         --dry-run) DRY_RUN=1; shift ;;
+        --report-only) REPORT_ONLY=1; shift ;;
         -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "$0: unknown argument $1 (--help)" >&2; exit 2 ;;
     esac
@@ -82,23 +99,40 @@ for v in "${VARIANT_LIST[@]}"; do
 done
 has_mode() { [[ ",$MODES," == *",$1,"* ]]; }
 if ! has_mode native; then echo "$0: every comparison is with native: --modes must include native" >&2; exit 2; fi
-# The mode whose equality with native the table's 'equal' column shows.
-PRIMARY=native
-has_mode trace && PRIMARY=trace
-has_mode ivcuda && PRIMARY=ivcuda
-has_mode vm && PRIMARY=vm
+# The modes whose equality with native the table shows, each in a column after its own.
+COMPARED=()
+for m in trace ivcuda vm; do has_mode "$m" && COMPARED+=("$m"); done
+is_compared() { [[ " ${COMPARED[*]} " == *" $1 "* ]]; }
+# The modes run after a corpus program's build and native run, in the loopback lane.
+LOOPBACK_MODES=()
+for m in "${MODE_LIST[@]}"; do
+    case "$m" in trace | ivcuda) LOOPBACK_MODES+=("$m") ;; esac
+done
 
-rm -rf "$WORK/runs" "$WORK/logs" "$WORK/pack" "$WORK/slots" "$WORK/bisect" "$WORK/breaker" "$WORK/vm"
-mkdir -p "$WORK/runs" "$WORK/logs" "$WORK/pack" "$WORK/slots" "$WORK/breaker"
+if [ "$REPORT_ONLY" = 1 ]; then
+    [ -d "$WORK/runs" ] || { echo "$0: no runs in $WORK/runs (APPS_WORK_DIR)" >&2; exit 2; }
+    rm -rf "$WORK/pack"
+    mkdir -p "$WORK/logs" "$WORK/pack"
+else
+    rm -rf "$WORK/runs" "$WORK/logs" "$WORK/pack" "$WORK/slots" "$WORK/bisect" "$WORK/breaker" "$WORK/vm" "$WORK/ready"
+    mkdir -p "$WORK/runs" "$WORK/logs" "$WORK/pack" "$WORK/slots" "$WORK/breaker" "$WORK/ready"
+fi
 # gpu/lib.sh keeps its logs (server, guest build) and steps.log under its OUT: the scratch
 # directory here; only the packed results go to RESULT_DIR.
 OUT=$WORK
 # shellcheck source=gpu/lib.sh source-path=SCRIPTDIR
 . "$HERE/lib.sh"
-: >"$STEPS_LOG"
+[ "$REPORT_ONLY" = 1 ] || : >"$STEPS_LOG"
 
 START_S=$(date +%s)
+if [ "$REPORT_ONLY" = 1 ]; then
+    START_S=$(stat -c %Y "$WORK/started" 2>/dev/null || echo "$START_S")
+else
+    : >"$WORK/started"
+fi
+# with vm 30 s more: the guests come after the builds (gpu/apps-vm.sh's VM_RESERVE_S)
 BUDGET_S=${TOTAL_BUDGET_S:-480}
+has_mode vm && [ -z "${TOTAL_BUDGET_S:-}" ] && BUDGET_S=510
 DEADLINE_S=$((START_S + BUDGET_S))
 CORPUS_BUILD_DIR=${CORPUS_BUILD_DIR:-/tmp/ivcuda-corpus-build}
 CORPUS_ARCH=${CORPUS_ARCH:-own}
@@ -111,8 +145,9 @@ TORCH_TIMEOUT_S=${TORCH_TIMEOUT_S:-300}
 TORCH_PAR=${TORCH_PAR:-2}
 PYTHON=${PYTHON:-python3}
 SHIM_DIR=$WORK/cuda-trace
+CORPUS_NATIVE2=${CORPUS_NATIVE2:-0}
 REPORT=$WORK/compatibility.md
-[ "$PRIMARY" = vm ] && REPORT=$WORK/compatibility-vm.md
+[ "${COMPARED[*]}" = vm ] && REPORT=$WORK/compatibility-vm.md
 FACTS=$WORK/facts.md
 
 if [ -z "${CORPUS_DIR:-}" ]; then
@@ -170,6 +205,7 @@ load_scripts() {
 # time (builds are not limited by it). A slot is a directory that mkdir creates atomically:
 # unlike a lock on a descriptor, nothing the program leaves running can keep holding it.
 # Returns 125 without running if the time budget ends while it waits.
+# shellcheck disable=SC2317 # called through run_on_gpu and run_with_server
 with_gpu_slot() {
     local i rc
     while [ "$(time_left)" -gt 15 ]; do
@@ -206,8 +242,11 @@ breaker_open() { # breaker_open <mode>: true when the mode is given up
 # seconds in runs/<program>/<mode>.{out,err,rc,wall}; under trace, the traces beside them.
 # shellcheck disable=SC2317 # called through with_gpu_slot
 run_one() {
-    local prog=$1 mode=$2 cwd=$3 limit=$4
+    local prog=$1 mode=$2 cwd=$3 limit=$4 cap
     shift 4
+    # the wait for a slot (or a server) may have taken part of the time left
+    cap=$(bounded_timeout "$limit")
+    [ "$cap" -lt "$limit" ] && limit=$cap
     local dir=$WORK/runs/$prog
     local prefix=$dir/$mode t0 rc
     local envs=()
@@ -246,7 +285,7 @@ run_mode() {
         echo "skipped (the first $BREAKER_TIMEOUTS runs in this mode timed out and none passed)" >"$prefix.rc"
         return
     fi
-    local runner=run_one
+    local runner=run_on_gpu
     if [ "$mode" = ivcuda ]; then
         if [ "$GUEST_OK" != 1 ]; then
             echo "skipped (no guest library or server: logs/steps.log)" >"$prefix.rc"
@@ -254,26 +293,32 @@ run_mode() {
         fi
         runner=run_with_server
     fi
-    if ! with_gpu_slot "$runner" "$prog" "$mode" "$cwd" "$limit" "$@" && [ ! -f "$prefix.rc" ]; then
+    if ! "$runner" "$prog" "$mode" "$cwd" "$limit" "$@" && [ ! -f "$prefix.rc" ]; then
         echo "skipped (time budget: no GPU slot came free)" >"$prefix.rc"
     fi
 }
 
+# shellcheck disable=SC2317 # called through run_mode
+run_on_gpu() { with_gpu_slot run_one "$@"; }
+
 # run_one with a cuda-server of its own (gpu/lib.sh's), on a region of its own: a server that
-# a program crashes takes no other run with it, and its log belongs to one program.
-# shellcheck disable=SC2317 # called through with_gpu_slot
+# a program crashes takes no other run with it, and its log belongs to one program. The server
+# starts before the run takes its GPU slot: its JVM's start (~2.5 s of CPU) holds no slot.
+# shellcheck disable=SC2317 # called through run_mode
 run_with_server() {
     local prog=$1 mode=$2 limit=$4
     (
         REGION_PATH=/dev/shm/ivcuda-apps-$BASHPID
         OUT=$WORK/runs/$prog/server-$mode
         mkdir -p "$OUT/logs"
-        if ! start_server $((limit + 60)); then
+        if ! start_server $(($(time_left) + 30)); then
             echo "skipped (server did not start: runs/$prog/server-$mode/logs/server.log)" >"$WORK/runs/$prog/$mode.rc"
             exit 0
         fi
-        run_one "$@"
+        with_gpu_slot run_one "$@"
+        local rc=$?
         stop_server
+        exit "$rc"
     )
 }
 
@@ -353,18 +398,43 @@ build_sample() {
     [ "$rc" = 0 ]
 }
 
-corpus_job() { # corpus_job <sample> <variant>: build, then every mode
-    local s=$1 v=$2 prog=$1.$2 bld=$CORPUS_BUILD_DIR/$2/$1 mode want
+# corpus_job <sample> <variant>: build, then the native runs; ready/<program> then says "built"
+# (the loopback lane runs its other modes) or "no" (nothing more to run).
+corpus_job() {
+    local s=$1 v=$2 prog=$1.$2 bld=$CORPUS_BUILD_DIR/$2/$1 mode
     mkdir -p "$WORK/runs/$prog"
-    build_sample "$s" "$v" || return 0
+    if ! build_sample "$s" "$v"; then
+        mark_ready "$prog" no
+        return 0
+    fi
     local args=()
     read -r -a args <<<"${SAMPLE_ARGS[$s]:-}"
     for mode in "${MODE_LIST[@]}"; do
-        [ "$mode" = vm ] && continue # all at once after the last build: vm_lane
-        if [ "$DRY_RUN" = 1 ] && [ "$mode" != trace ] && [ "$mode" != ivcuda ]; then
+        case "$mode" in
+            native) ;;
+            native2) [ "$CORPUS_NATIVE2" = 1 ] || continue ;;
+            *) continue ;; # the loopback lane's (trace, ivcuda) or the guests' (vm)
+        esac
+        if [ "$DRY_RUN" = 1 ]; then
             echo "skipped (dry run: no GPU)" >"$WORK/runs/$prog/$mode.rc"
             continue
         fi
+        run_mode "$prog" "$mode" "$bld" "$CORPUS_TIMEOUT_S" "$bld/$s" "${args[@]}"
+    done
+    mark_ready "$prog" built
+}
+
+# mark_ready <program> <built|no>: whole, as the loopback lane may read it at any time.
+mark_ready() {
+    echo "$2" >"$WORK/ready/.$1.tmp" && mv "$WORK/ready/.$1.tmp" "$WORK/ready/$1"
+}
+
+# loopback_job <program>: its trace and ivcuda runs (in the order of --modes).
+loopback_job() {
+    local prog=$1 s=${1%.*} v=${1##*.} mode want
+    local bld=$CORPUS_BUILD_DIR/$v/$s args=()
+    read -r -a args <<<"${SAMPLE_ARGS[$s]:-}"
+    for mode in "${LOOPBACK_MODES[@]}"; do
         want=$CORPUS_TIMEOUT_S
         [ "$mode" = ivcuda ] && want=$((2 * CORPUS_TIMEOUT_S))
         # cudart's start is ~150 calls; past 5000 a sample's own loop only repeats itself
@@ -436,20 +506,65 @@ bisect_report() {
     echo
 }
 
-corpus_lane() {
-    (
-        # the guests run after every build and native run: those leave them the end of the budget
-        has_mode vm && DEADLINE_S=$((DEADLINE_S - VM_RESERVE_S))
-        local v s
-        for v in "${VARIANT_LIST[@]}"; do
-            for s in "${SAMPLES[@]}"; do
-                while [ "$(jobs -rp | wc -l)" -ge "$BUILD_PAR" ]; do wait -n; done
-                corpus_job "$s" "$v" &
-            done
+# The corpus programs, in the order of the list (static first).
+corpus_programs() {
+    local v s
+    for v in "${VARIANT_LIST[@]}"; do
+        for s in "${SAMPLES[@]}"; do echo "$s.$v"; done
+    done
+}
+
+# Builds and native runs, BUILD_PAR at a time; ready/.done when the last ended. With vm they end
+# VM_RESERVE_S before the budget, which the guests get.
+build_lane() {
+    has_mode vm && DEADLINE_S=$((DEADLINE_S - VM_RESERVE_S))
+    local p
+    while read -r p; do
+        while [ "$(jobs -rp | wc -l)" -ge "$BUILD_PAR" ]; do wait -n; done
+        corpus_job "${p%.*}" "${p##*.}" &
+    done < <(corpus_programs)
+    wait
+    : >"$WORK/ready/.done"
+}
+
+# The loopback modes of each program as soon as its native run is done, GPU_SLOTS programs at a
+# time (each run waits for a GPU slot as well): a build never waits for them, nor do the guests.
+loopback_lane() {
+    local todo=() rest p done_seen
+    mapfile -t todo < <(corpus_programs)
+    while [ "${#todo[@]}" -gt 0 ] && [ "$(time_left)" -gt 15 ]; do
+        # .done first: a program without ready/<program> after it will never be ready
+        done_seen=0
+        [ -f "$WORK/ready/.done" ] && done_seen=1
+        rest=()
+        for p in "${todo[@]}"; do
+            if [ ! -f "$WORK/ready/$p" ]; then
+                [ "$done_seen" = 1 ] || rest+=("$p")
+                continue
+            fi
+            [ "$(cat "$WORK/ready/$p")" = built ] || continue
+            while [ "$(jobs -rp | wc -l)" -ge "$GPU_SLOTS" ]; do wait -n; done
+            loopback_job "$p" &
         done
-        wait
-    )
-    has_mode vm && vm_lane
+        todo=("${rest[@]}")
+        [ "${#todo[@]}" -gt 0 ] && sleep 0.5
+    done
+    wait
+    : >"$WORK/loopback.done"
+}
+
+corpus_lane() {
+    local builds
+    build_lane &
+    builds=$!
+    if [ "${#LOOPBACK_MODES[@]}" -gt 0 ]; then
+        loopback_lane &
+    fi
+    if has_mode vm; then
+        wait "$builds"
+        vm_lane
+    fi
+    wait
 }
 
 # ---- PyTorch ----------------------------------------------------------------------------------
@@ -494,6 +609,7 @@ torch_lane() {
         done
         wait
     done
+    : >"$WORK/torch.done"
 }
 
 # ---- facts ------------------------------------------------------------------------------------
@@ -629,8 +745,10 @@ native_again() { # how the second native run compares with the first
     esac
 }
 
-why_not() { # why the primary mode's run is not equal to native
-    local prog=$1 eq=$2 d=$WORK/runs/$1 reason=""
+# why_not <program> <mode> <equal>: why the mode's run is not equal to native ("" when it is);
+# the build's or native run's failure, without the mode's name (it is every mode's reason).
+why_not() {
+    local prog=$1 mode=$2 eq=$3 d=$WORK/runs/$1
     case "$eq" in yes | equal | within*) echo ""; return ;; esac
     local build_rc
     build_rc=$(cat "$d/build.rc" 2>/dev/null)
@@ -644,16 +762,19 @@ why_not() { # why the primary mode's run is not equal to native
             ;;
     esac
     if [ "$(cat "$d/native.rc" 2>/dev/null)" != 0 ]; then
-        reason="native: $(cell "$d/native")"
-    elif [ "$(cat "$d/$PRIMARY.rc" 2>/dev/null)" != 0 ]; then
-        reason="$PRIMARY: $(cell "$d/$PRIMARY")"
-        if [ -f "$d/trace-plain.rc" ]; then
+        echo "native: $(cell "$d/native")"
+    elif [ ! -f "$d/$mode.rc" ]; then
+        echo "$(mode_title "$mode"): no run"
+    elif [ "$(cat "$d/$mode.rc" 2>/dev/null)" != 0 ]; then
+        local reason
+        reason="$(mode_title "$mode"): $(cell "$d/$mode")"
+        if [ "$mode" = trace ] && [ -f "$d/trace-plain.rc" ]; then
             reason="$reason; with the driver's own tables and no return tracking: $(cell "$d/trace-plain")"
         fi
+        echo "$reason"
     else
-        reason="outputs differ"
+        echo "$(mode_title "$mode"): outputs differ"
     fi
-    echo "$reason"
 }
 
 mode_title() {
@@ -666,29 +787,63 @@ mode_title() {
     esac
 }
 
-table() { # table <program...>
-    local header="| program | " sep="|---|" m p eq
+equal_title() {
+    case "$1" in
+        vm) echo "equal in the VM" ;;
+        *) echo "equal ($(mode_title "$1") vs native)" ;;
+    esac
+}
+
+# table <corpus|torch> <program...>: a column per mode, after each compared mode whether it
+# equals native, then why not (each compared mode's reason, once when they are the same). The
+# PyTorch table has no vm columns: the guests run the corpus only; native2's column is left out
+# where no program ran twice. Appends <program, mode,
+# equal> to equal.tsv for the summary.
+table() {
+    local kind=$1 header="| program | " sep="|---|" m p eq
+    shift
+    local modes=() n2=0
+    # no "native again" column for the corpus when none of it ran twice (CORPUS_NATIVE2=0)
+    for p in "$@"; do [ -f "$WORK/runs/$p/native2.rc" ] && n2=1 && break; done
     for m in "${MODE_LIST[@]}"; do
+        [ "$kind" = torch ] && [ "$m" = vm ] && continue
+        [ "$m" = native2 ] && [ "$n2" = 0 ] && continue
+        modes+=("$m")
+    done
+    for m in "${modes[@]}"; do
         header+="$(mode_title "$m") | "
         sep+="---|"
+        if is_compared "$m"; then
+            header+="$(equal_title "$m") | "
+            sep+="---|"
+        fi
     done
-    header+="equal ($(mode_title "$PRIMARY") vs native) | why not |"
-    sep+="---|---|"
+    header+="why not |"
+    sep+="---|"
     echo "$header"
     echo "$sep"
     for p in "$@"; do
-        local row="| $p | "
-        for m in "${MODE_LIST[@]}"; do
+        local row="| $p | " reasons=() r seen
+        for m in "${modes[@]}"; do
             if [ "$m" = native2 ]; then
                 row+="$(native_again "$p") | "
             else
                 row+="$(cell "$WORK/runs/$p/$m") | "
             fi
+            is_compared "$m" || continue
+            eq=$(compare_run "$p" "$m")
+            row+="$eq | "
+            printf '%s\t%s\t%s\n' "$p" "$m" "$eq" >>"$WORK/equal.tsv"
+            r=$(why_not "$p" "$m" "$eq")
+            [ -n "$r" ] || continue
+            seen=0
+            for eq in "${reasons[@]}"; do [ "$eq" = "$r" ] && seen=1; done
+            [ "$seen" = 1 ] || reasons+=("$r")
         done
-        if [ "$PRIMARY" = native ]; then eq="-"; else eq=$(compare_run "$p" "$PRIMARY"); fi
-        row+="$eq | $(why_not "$p" "$eq") |"
+        r=
+        for eq in "${reasons[@]}"; do r+="${r:+; }$eq"; done
+        row+="$r |"
         echo "$row"
-        printf '%s\t%s\n' "$p" "$eq" >>"$WORK/equal.tsv"
     done
 }
 
@@ -697,24 +852,43 @@ how_to_run() {
 ## How to run
 
 `gpu/apps.sh` (its header lists every option and setting) runs on the GPU machine in one
-device call (10 minutes; it keeps to `TOTAL_BUDGET_S`, 480 s, then reports and packs). The
+device call (10 minutes; it keeps to `TOTAL_BUDGET_S`, 480 s or 510 s with vm, then reports and packs). The
 corpus travels in the ignored folder `.corpus`:
 
 ```sh
 mkdir -p .corpus && cp -r ../shared/corpus/cuda-samples .corpus/     # once, here
+# issue 12's acceptance in one device call: corpus natively, in host loopback and inside TCG guests,
+# PyTorch natively twice and in host loopback; carrying .corpus .jre .vmcarry
+# cuda-server/target/cuda-server.jar cuda-server/target/lib api/target/classes:
+CORPUS_ARCH=90 gpu/apps.sh --modes native,native2,ivcuda,vm
 # device call, carrying .corpus (traces, no ivcuda):
 gpu/apps.sh --modes native,native2,trace
-# device call, carrying .corpus .jre cuda-server/target/cuda-server.jar cuda-server/target/lib
-# api/target/classes (as gpu/validate.sh):
+# host loopback only (no .vmcarry needed):
 gpu/apps.sh --modes native,native2,ivcuda
-# device call, carrying the same and .vmcarry (vm/prepare-gpu-carry.sh): the corpus inside TCG guests
+# the corpus inside TCG guests only:
 CORPUS_ARCH=90 gpu/apps.sh --modes native,vm --no-pytorch
 gpu/apps.sh --dry-run    # anywhere: the plan, the tracing shim's test, a few samples built, PyTorch on the CPU
 ```
 
-Results in `$OUT`: `compatibility.md` (this table; `compatibility-vm.md` in vm mode), `facts.md`, `export-tables-summary.md`,
-`results.tsv`, `steps.log`, `logs.tar.xz`, `traces-corpus.tar.xz`, `traces-pytorch.tar.xz`.
+Results in `$OUT`: `compatibility.md` (this table; `compatibility-vm.md` when vm is the only mode
+compared with native), `facts.md`, `export-tables-summary.md`, `results.tsv`, `steps.log`,
+`logs.tar.xz`, `traces-corpus.tar.xz`, `traces-pytorch.tar.xz` (those with something in them).
 EOF
+}
+
+# count_equal <mode> <programs...>: how many runs equal native (PyTorch: or within its spread).
+count_equal() {
+    local m=$1
+    shift
+    local -A want=()
+    local p
+    for p in "$@"; do want[$p]=1; done
+    local n=0 prog mode eq
+    while IFS=$'\t' read -r prog mode eq; do
+        if [ "$mode" != "$m" ] || [ -z "${want[$prog]:-}" ]; then continue; fi
+        case "$eq" in yes | equal | within*) n=$((n + 1)) ;; esac
+    done <"$WORK/equal.tsv"
+    echo "$n"
 }
 
 count_rc() { # count_rc <mode> <programs...>: how many ran with exit status 0
@@ -722,6 +896,23 @@ count_rc() { # count_rc <mode> <programs...>: how many ran with exit status 0
     shift
     for p in "$@"; do [ "$(cat "$WORK/runs/$p/$m.rc" 2>/dev/null)" = 0 ] && n=$((n + 1)); done
     echo "$n"
+}
+
+# When the lanes' parts ended, in seconds after the start (files' times: also after --report-only).
+timeline() {
+    local out="" f t what
+    for f in ready/.done vm/started vm/ended loopback.done torch.done; do
+        t=$(stat -c %Y "$WORK/$f" 2>/dev/null) || continue
+        case "$f" in
+            ready/.done) what="builds and native runs ended" ;;
+            vm/started) what="guests started" ;;
+            vm/ended) what="guests ended" ;;
+            loopback.done) what="loopback runs ended" ;;
+            torch.done) what="PyTorch ended" ;;
+        esac
+        out+="${out:+; }$what after $((t - START_S)) s"
+    done
+    echo "${out:--}"
 }
 
 write_report() {
@@ -732,10 +923,14 @@ write_report() {
     for s in "${SCRIPTS[@]}"; do [ -d "$WORK/runs/torch.$s" ] && torch_progs+=("torch.$s"); done
     : >"$WORK/equal.tsv"
     normalize_all
+    # the tables first: they write equal.tsv, which the summary counts
+    local corpus_table torch_table
+    corpus_table=$(table corpus "${corpus_progs[@]}")
+    torch_table=$(table torch "${torch_progs[@]}")
     {
         echo "# Real CUDA software through ivcuda: compatibility"
         echo
-        [ "$DRY_RUN" = 1 ] && echo "**Dry run** (no GPU): corpus programs ran only under the tracing shim against its fake driver and through ivcuda on the server's host-memory backend; PyTorch scripts on the CPU. Nothing here is a result about ivcuda or the driver." && echo
+        [ "$DRY_RUN" = 1 ] && echo "**Dry run** (no GPU): corpus programs ran only under the tracing shim against its fake driver and through ivcuda on the server's host-memory backend; no guest booted; PyTorch scripts on the CPU. Nothing here is a result about ivcuda or the driver." && echo
         echo "| | |"
         echo "|---|---|"
         echo "| date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') (started $(date -u -d "@$START_S" '+%H:%M:%S')) |"
@@ -744,10 +939,11 @@ write_report() {
         echo "| CUDA toolkit | $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -1) |"
         echo "| PyTorch | $($PYTHON -c 'import torch; print(torch.__version__)' 2>/dev/null | tail -1) |"
         echo "| corpus | $CORPUS_DIR: ${#SAMPLES[@]} samples x ${VARIANT_LIST[*]} cudart; architectures: $CORPUS_ARCH |"
-        echo "| modes | ${MODES} |"
-        echo "| at once | $BUILD_PAR sample builds; $GPU_SLOTS programs on the GPU; $TORCH_PAR PyTorch scripts |"
-        echo "| budget | $BUDGET_S s; report written after $(($(date +%s) - START_S)) s |"
-        echo "| command | \`gpu/apps.sh --modes $MODES$ONLY_ARG\` (How to run, below) |"
+        echo "| modes | ${MODES}$(has_mode native2 && [ "$CORPUS_NATIVE2" != 1 ] && echo " (native again: PyTorch only, CORPUS_NATIVE2=0)") |"
+        echo "| at once | $BUILD_PAR sample builds; $GPU_SLOTS programs on the GPU; $TORCH_PAR PyTorch scripts$(has_mode vm && echo "; $VM_COUNT guests of $VM_CPUS vCPUs") |"
+        echo "| budget | $BUDGET_S s$(has_mode vm && echo ", builds and native runs until $((BUDGET_S - VM_RESERVE_S)) s"); report written after $(($(date +%s) - START_S)) s |"
+        echo "| timeline | $(timeline) |"
+        echo "| command | \`CORPUS_ARCH=$CORPUS_ARCH TOTAL_BUDGET_S=$BUDGET_S$(has_mode vm && echo " VM_COUNT=$VM_COUNT VM_RESERVE_S=$VM_RESERVE_S") gpu/apps.sh --modes $MODES$ONLY_ARG\` (How to run, below) |"
         echo
         echo "Outputs are compared without timings: corpus programs' stdout through"
         echo "\`gpu/normalize_output.py\` (every number on a line that reports a time, bandwidth,"
@@ -757,19 +953,34 @@ write_report() {
         echo
         echo "## Summary"
         echo
+        for m in "${COMPARED[@]}"; do
+            case "$m" in
+                vm) echo "- **equal in the VM**: corpus $(count_equal vm "${corpus_progs[@]}")/${#corpus_progs[@]} (the guests run the corpus only)" ;;
+                *)
+                    local where="in host loopback"
+                    [ "$m" = trace ] && where="traced"
+                    echo "- **equal $where** ($(mode_title "$m")): corpus $(count_equal "$m" "${corpus_progs[@]}")/${#corpus_progs[@]}," \
+                        "PyTorch $(count_equal "$m" "${torch_progs[@]}")/${#torch_progs[@]} equal or within the spread of the two native runs"
+                    ;;
+            esac
+        done
         for m in "${MODE_LIST[@]}"; do
             [ "$m" = native2 ] && continue
+            if [ "$m" = vm ]; then
+                echo "- $(mode_title "$m"): corpus $(count_rc "$m" "${corpus_progs[@]}")/${#corpus_progs[@]} exit 0"
+                continue
+            fi
             echo "- $(mode_title "$m"): corpus $(count_rc "$m" "${corpus_progs[@]}")/${#corpus_progs[@]} exit 0," \
                 "PyTorch $(count_rc "$m" "${torch_progs[@]}")/${#torch_progs[@]} exit 0"
         done
         echo
         echo "## Corpus: NVIDIA's CUDA samples"
         echo
-        table "${corpus_progs[@]}"
+        echo "$corpus_table"
         echo
         echo "## PyTorch (gpu/pytorch)"
         echo
-        table "${torch_progs[@]}"
+        echo "$torch_table"
         echo
         bisect_report
         has_mode vm && vm_report
@@ -845,6 +1056,9 @@ pack_results() {
         find runs -path 'runs/*/server-*/logs/*' -type f
         find logs -type f
         find vm -path 'vm/*/logs/*' -type f 2>/dev/null
+        # what --report-only needs besides the runs: the guests' rows and the timeline's marks
+        find vm -name report-row 2>/dev/null
+        for f in started ready/.done vm/started vm/ended loopback.done torch.done; do [ -f "$f" ] && echo "$f"; done
     } | sort)
     mapfile -t corpus_traces < <(cd "$WORK" && find runs -maxdepth 2 -name '*.trace.*.log' ! -path 'runs/torch.*' | sort)
     mapfile -t torch_traces < <(cd "$WORK" && find runs -maxdepth 2 -name '*.trace.*.log' -path 'runs/torch.*' | sort)
@@ -871,6 +1085,11 @@ cmake_common_args
     SAMPLES=()
     load_samples
 }
+if [ "$REPORT_ONLY" = 1 ]; then
+    write_report
+    log "report written again from $WORK/runs: $RESULT_DIR/${REPORT##*/}"
+    exit 0
+fi
 
 log "gpu/apps.sh: modes $MODES, variants $VARIANTS, ${#SAMPLES[@]} samples, ${#SCRIPTS[@]} PyTorch scripts," \
     "budget $BUDGET_S s, dry run $DRY_RUN"
@@ -960,7 +1179,7 @@ cp "$STEPS_LOG" "$RESULT_DIR/steps.log"
 summarize_traces
 cp "$STEPS_LOG" "$RESULT_DIR/steps.log"
 pack_results
-[ "$DRY_RUN" = 0 ] && [ "$PRIMARY" != vm ] && cp "$REPORT" "$REPO/docs/compatibility.md" 2>/dev/null
+[ "$DRY_RUN" = 0 ] && [ "${REPORT##*/}" = compatibility.md ] && cp "$REPORT" "$REPO/docs/compatibility.md" 2>/dev/null
 log "done after $(($(date +%s) - START_S)) s: $RESULT_DIR ($(find "$RESULT_DIR" -maxdepth 1 -type f -printf '%f ' | sort))"
 cp "$STEPS_LOG" "$RESULT_DIR/steps.log"
 cat "$REPORT" >&2

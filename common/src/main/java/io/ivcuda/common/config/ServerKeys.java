@@ -76,6 +76,12 @@ public final class ServerKeys {
     public static final ConfigKey<Long> LIMIT_JIT_LOG_BYTES = ConfigKey.of("limit.jit.log.bytes", KeyType.BYTES, 32L << 10,
             "bytes of each JIT log (info, error) the server gives the driver per link state or module load; a longer log "
                     + "is cut, as the driver cuts it at a smaller buffer").range(256, 60L << 10);
+    // real programs keep one or two link states alive; the floor lets one state have both logs at their largest
+    public static final ConfigKey<Long> LIMIT_JIT_LOG_BYTES_PROCESS = ConfigKey.of("limit.jit.log.bytes.process", KeyType.BYTES,
+            4L << 20, "JIT log bytes one guest process's live link states may hold together; a cuLinkCreate beyond it "
+                    + "gets CUDA_ERROR_OUT_OF_MEMORY").range(120L << 10, 1L << 30);
+    public static final ConfigKey<Long> LIMIT_JIT_LOG_BYTES_VM = ConfigKey.of("limit.jit.log.bytes.vm", KeyType.BYTES,
+            64L << 20, "JIT log bytes the VM's processes' live link states may hold together").range(120L << 10, 16L << 30);
     public static final ConfigKey<Long> LIMIT_RECOVERIES = ConfigKey.of("limit.recoveries", KeyType.NUMBER, 10L,
             "times the server may replace its CUDA process after guests' fatal GPU faults within `limit.recoveries.window.ms`; "
                     + "after that the VM's CUDA stays unusable until the VM restarts (0: never replace it)").range(0, 1000);

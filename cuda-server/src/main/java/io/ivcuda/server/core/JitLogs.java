@@ -34,6 +34,8 @@ public final class JitLogs {
     private final int[] logSizes = new int[2];
     private final int[] sizeSlots = {-1, -1};
     private int wallSlot = -1;
+    /** Gives the log bytes back to the budget they were counted in (link states only); null: not counted. */
+    private Runnable uncharge;
 
     private JitLogs(int capacity, int infoSize, int errorSize, int count) {
         this.capacity = capacity;
@@ -49,6 +51,16 @@ public final class JitLogs {
 
     public int count() {
         return count;
+    }
+
+    /** The bytes of its log buffers (info and error): what a link state counts against {@link JitLogBudget}. */
+    public long logBytes() {
+        return (long) logSizes[0] + logSizes[1];
+    }
+
+    /** Counted in a budget: {@link #free} gives the bytes back with {@code uncharge}, whoever frees it. */
+    public void charged(Runnable uncharge) {
+        this.uncharge = uncharge;
     }
 
     public long options() {
@@ -176,5 +188,8 @@ public final class JitLogs {
 
     public void free() {
         UnsafeApi.freeMemory(block);
+        if (uncharge != null) {
+            uncharge.run();
+        }
     }
 }

@@ -27,10 +27,14 @@ import io.ivcuda.common.config.ServerKeys;
  * @param deviceOutputBytes  device printf output one process may have waiting ({@code limit.device.output.bytes});
  *                           the rest is dropped and counted, and the guest says how much on stderr
  * @param jitLogBytes        bytes of each JIT log buffer the server gives the driver ({@code limit.jit.log.bytes})
+ * @param jitLogBytesPerProcess JIT log bytes one process's live link states hold together
+ *                           ({@code limit.jit.log.bytes.process}); checked before cuLinkCreate
+ * @param jitLogBytesPerVm   the same for the VM's processes together ({@code limit.jit.log.bytes.vm})
  */
 public record Limits(int handlesPerProcess, int handlesPerVm, int allocationsPerProcess, int processes,
                      long imageBytes, int refusalLinesPerKind, long refusalWindowMs, int recoveries,
-                     long recoveriesWindowMs, int deviceOutputBytes, int jitLogBytes) {
+                     long recoveriesWindowMs, int deviceOutputBytes, int jitLogBytes,
+                     long jitLogBytesPerProcess, long jitLogBytesPerVm) {
 
     /** The defaults: those of the keys' declarations (common's ServerKeys). */
     public static final Limits DEFAULT = new Limits(intDefault(ServerKeys.LIMIT_HANDLES_PROCESS),
@@ -38,7 +42,8 @@ public record Limits(int handlesPerProcess, int handlesPerVm, int allocationsPer
             intDefault(ServerKeys.LIMIT_PROCESSES), ServerKeys.LIMIT_MODULE_IMAGE_BYTES.defaultValue(),
             intDefault(ServerKeys.LOG_REFUSALS_PER_KIND), ServerKeys.LOG_REFUSALS_WINDOW_MS.defaultValue(),
             intDefault(ServerKeys.LIMIT_RECOVERIES), ServerKeys.LIMIT_RECOVERIES_WINDOW_MS.defaultValue(),
-            intDefault(ServerKeys.LIMIT_DEVICE_OUTPUT_BYTES), intDefault(ServerKeys.LIMIT_JIT_LOG_BYTES));
+            intDefault(ServerKeys.LIMIT_DEVICE_OUTPUT_BYTES), intDefault(ServerKeys.LIMIT_JIT_LOG_BYTES),
+            ServerKeys.LIMIT_JIT_LOG_BYTES_PROCESS.defaultValue(), ServerKeys.LIMIT_JIT_LOG_BYTES_VM.defaultValue());
 
     private static int intDefault(ConfigKey<Long> key) {
         return Math.toIntExact(key.defaultValue());

@@ -14,6 +14,8 @@ public final class Owner {
     private final AtomicLong currentPool = new AtomicLong();
     private final CallMetrics metrics = CallMetrics.totals();
     private final DeviceOutput output;
+    /** JIT log bytes its live link states hold ({@link JitLogBudget}). */
+    private final AtomicLong jitLogBytes = new AtomicLong();
     private volatile boolean closed;
     private final AtomicBoolean reclaimed = new AtomicBoolean();
 
@@ -62,6 +64,10 @@ public final class Owner {
     /** What the driver printed for this process's kernels, waiting for it (docs/kernels.md). */
     public DeviceOutput output() {
         return output;
+    }
+
+    public AtomicLong jitLogBytes() {
+        return jitLogBytes;
     }
 
     public boolean closed() {

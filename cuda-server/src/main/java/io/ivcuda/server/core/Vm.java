@@ -53,6 +53,7 @@ public final class Vm {
     private final GraphState graphs;
     private final ArrayObjects arrays;
     private final FatalFault fatalFault;
+    private final JitLogBudget jitLogs;
 
     /**
      * Everything the VM's workers share is given here, before the first worker runs: nothing is
@@ -82,6 +83,7 @@ public final class Vm {
         this.reclaimed = new ReclaimedTokens(limits.processes());
         this.integrity = new IntegrityOracles(integrity, refusals);
         this.fatalFault = new FatalFault(owners, recovery);
+        this.jitLogs = new JitLogBudget(limits);
     }
 
     /** A fatal GPU fault of one of the VM's processes, and the recovery from it (docs/architecture.md). */
@@ -102,6 +104,11 @@ public final class Vm {
     /** Host functions of the VM's processes, run in the guest (docs/graphs.md). */
     public HostCalls hostCalls() {
         return hostCalls;
+    }
+
+    /** The JIT log bytes the VM's live link states hold, per process and in all. */
+    public JitLogBudget jitLogs() {
+        return jitLogs;
     }
 
     public Limits limits() {
@@ -278,7 +285,8 @@ public final class Vm {
         imageBytesInTransit.addAndGet(-bytes);
     }
 
-    private static boolean reserveUpTo(AtomicLong counter, long bytes, long limit) {
+    /** Adds {@code bytes} to {@code counter} unless that would pass {@code limit}; whether it did. */
+    static boolean reserveUpTo(AtomicLong counter, long bytes, long limit) {
         while (true) {
             long now = counter.get();
             if (bytes < 0 || bytes > limit - now) {

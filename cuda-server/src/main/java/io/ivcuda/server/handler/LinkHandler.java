@@ -5,7 +5,9 @@ import static io.ivcuda.server.core.HandleTable.KIND_LINK;
 
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.channel.ChunkStream;
+import io.ivcuda.server.core.JitLogBudget;
 import io.ivcuda.server.core.JitLogs;
+import io.ivcuda.server.core.Owner;
 import io.ivcuda.server.core.Vm;
 import io.ivcuda.server.gen.LinkerCalls;
 import io.ivcuda.server.gen.Reply;
@@ -35,6 +37,18 @@ final class LinkHandler implements LinkerCalls {
             return session.refuse("jitOptions", bad, CuResult.INVALID_VALUE);
         }
         JitLogs logs = (JitLogs) parsed;
+        // a link state keeps its logs until it is destroyed: bounded per process and per VM before the driver makes one
+        Owner owner = session.owner();
+        JitLogBudget budget = session.vm.jitLogs();
+        long bytes = logs.logBytes();
+        if (bytes > 0) {
+            String full = budget.reserve(owner, bytes);
+            if (full != null) {
+                logs.free();
+                return session.refuse("jitOptions", full, CuResult.OUT_OF_MEMORY);
+            }
+            logs.charged(() -> budget.release(owner, bytes));
+        }
         int result = session.cuda.linkCreate(session.out, logs.count(), logs.options(), logs.values());
         if (result == CuResult.SUCCESS) {
             session.vm.libraries().linkLogs(session.out.handle, logs);
