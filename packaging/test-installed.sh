@@ -5,8 +5,8 @@
 #     provisioner runs from its init script with a pidfile and a log;
 #   - every command's --help, --version (the package's version), man page and bash completion; exit codes;
 #     a short command's start (status) under a second;
-#   - the hook and the one-shot commands log to syslog through /dev/log (a listener of the test's stands in
-#     for a syslog daemon, which this host lacks);
+#   - the hook and the one-shot commands log to the journal (a journald of the test's own, started by hand:
+#     packaging/journald.sh): refusals, and a tagged domain's start and stop with its IVCUDA_DOMAIN field;
 #   - logrotate's configuration rotates a running server's log, and the server writes on into the new one;
 #   - an upgrade (the same package again) keeps the admin's edits;
 #   - LifecycleIT against the installed files;
@@ -33,7 +33,8 @@ NS=https://ivcuda.dev/xmlns/domain/1
 work=$(mktemp -d /tmp/ivcuda-test-installed.XXXXXX)
 chmod 0755 "$work"
 domains=()
-syslog_listener=
+# start_test_journald, journal_lines, check_journal_line, stop_test_journald
+. "$repo/packaging/journald.sh"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -43,31 +44,10 @@ cleanup() {
         virsh -q -c "$URI" destroy "$d" >/dev/null 2>&1 || true
         virsh -q -c "$URI" undefine "$d" >/dev/null 2>&1 || true
     done
-    stop_syslog_listener
+    stop_test_journald
     rm -rf "$work"
 }
 trap cleanup EXIT
-
-# A stand-in syslog daemon on /dev/log while parts of the test run (perl is Essential on Debian): each
-# datagram glibc's syslog(3) sends becomes one line of $work/syslog.txt. Only where no /dev/log exists.
-start_syslog_listener() {
-    [ ! -e /dev/log ] || return 0
-    perl -MIO::Socket::UNIX -MSocket -e '
-        my $s = IO::Socket::UNIX->new(Type => SOCK_DGRAM, Local => "/dev/log") or die "/dev/log: $!\n";
-        chmod 0666, "/dev/log";
-        open(my $f, ">>", $ARGV[0]) or die "$ARGV[0]: $!\n";
-        $f->autoflush(1);
-        while (defined $s->recv(my $m, 65536)) { $m =~ s/\n+$//; print $f "$m\n"; }' "$work/syslog.txt" &
-    syslog_listener=$!
-    wait_for 5 "the test's syslog listener binds /dev/log" test -S /dev/log
-}
-stop_syslog_listener() {
-    [ -n "$syslog_listener" ] || return 0
-    kill "$syslog_listener" 2>/dev/null || true
-    wait "$syslog_listener" 2>/dev/null || true
-    rm -f /dev/log
-    syslog_listener=
-}
 
 restart_libvirtd() {
     # libvirtd looks for hooks only when it starts; without systemd: stop it and start it again.
@@ -249,8 +229,8 @@ IVCUDA_IT_LIBVIRT=required mvn -B -q -pl ivshmem-provisioner -am verify -Divcuda
     -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false -Dit.test=LifecycleIT -Dfailsafe.failIfNoSpecifiedTests=false
 "$init" start
 
-echo "== refusals, by message (the hook and the one-shot commands log them to syslog: a listener stands in)"
-start_syslog_listener
+echo "== refusals, by message (the hook and the one-shot commands log them to the journal: a journald of the test's)"
+start_test_journald
 # an element whose size is no region: the daemon says so in the description, check and the start say so too
 define ivcuda-ti-huge "size='1T'"
 wait_for 10 "the description of ivcuda-ti-huge names the size" described ivcuda-ti-huge "[ivcuda] error: region size 1T is larger than 64 GiB"
@@ -277,17 +257,11 @@ if [ ! -e /dev/nvidiactl ]; then
     echo "backend=host-memory" >> /etc/ivcuda/ivcuda.properties
 fi
 
-if [ -n "$syslog_listener" ]; then
-    ivshmem-provisioner provision ivcuda-ti-huge >/dev/null 2>&1 || true
-    wait_for 10 "the hook's refusal in syslog (ivcuda-hook[PID]: ERROR …)" \
-        grep -q "ivcuda-hook\[[0-9]*\]: ERROR .*domain 'ivcuda-ti-unprovisioned' has no ivcuda device" "$work/syslog.txt"
-    wait_for 10 "the provisioner's record in syslog (ivshmem-provisioner[PID]: ERROR …)" \
-        grep -q "ivshmem-provisioner\[[0-9]*\]: ERROR .*ivcuda-ti-huge.*1T" "$work/syslog.txt"
-    stop_syslog_listener
-    echo "syslog got: $(grep -c . "$work/syslog.txt") lines, e.g. $(grep -m1 'ivcuda-hook' "$work/syslog.txt")"
-else
-    echo "note: /dev/log exists here (a syslog daemon runs): the syslog lines are not checked by this test"
-fi
+ivshmem-provisioner provision ivcuda-ti-huge >/dev/null 2>&1 || true
+check_journal_line ivcuda-hook "domain 'ivcuda-ti-unprovisioned' has no ivcuda device" -p err IVCUDA_DOMAIN=ivcuda-ti-unprovisioned \
+    || fail "the hook's refusal is not in the journal"
+check_journal_line ivshmem-provisioner "ivcuda-ti-huge.*1T" -p err \
+    || fail "the provisioner's record is not in the journal"
 for d in ivcuda-ti-huge ivcuda-ti-unprovisioned; do virsh -q -c "$URI" undefine "$d" >/dev/null; done
 
 echo "== a tagged domain through start and destroy, status --json while it runs"
@@ -348,6 +322,13 @@ grep -q "^ivcuda-ti-run  *running  *provisioned  *READY  *$server_pid  *plain  *
 virsh -q -c "$URI" destroy ivcuda-ti-run
 wait_for 20 "the server of ivcuda-ti-run stops with it" server_gone "$uuid"
 [ ! -e "$region" ] || fail "$region left after destroy"
+# the hook's start and stop of the domain, in the journal under its identifier and the domain's field
+for line in "ivcuda-ti-run: starting its cuda-server" "ivcuda-ti-run: cuda-server ready" \
+            "ivcuda-ti-run: stopping its cuda-server and removing its files"; do
+    check_journal_line ivcuda-hook "$line" IVCUDA_DOMAIN=ivcuda-ti-run || fail "the journal lacks the hook's '$line'"
+done
+# from here on the hook logs to its file again (no journald: the host as CI has it)
+stop_test_journald
 virsh -q -c "$URI" start ivcuda-ti-run
 server_pid=$(pgrep -f -- "--config /run/ivcuda/$uuid.properties")
 

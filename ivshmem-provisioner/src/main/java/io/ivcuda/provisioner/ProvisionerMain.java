@@ -79,9 +79,9 @@ public final class ProvisionerMain {
     private static final org.libvirt.ErrorCallback QUIET_LIBVIRT_ERRORS = new org.libvirt.ErrorCallback();
 
     public static void main(String[] args) throws LibvirtException {
-        // The one-shot commands print what they did; the log only keeps a record where syslog listens.
+        // The one-shot commands print what they did; the log only keeps a record where journald runs.
         // The daemon chooses again before its first log line (Daemon#call).
-        (LogTarget.syslogListening() ? LogTarget.SYSLOG : LogTarget.NONE).select(null, LOGGING_RESOURCE, LOGGING_OVERRIDE);
+        LogTarget.journalOr(LogTarget.NONE, LogTarget.JOURNAL_SOCKET).select(null, LOGGING_RESOURCE, LOGGING_OVERRIDE);
         Connect.setErrorCallback(QUIET_LIBVIRT_ERRORS);
         System.exit(commandLine().execute(args));
     }
@@ -108,8 +108,8 @@ public final class ProvisionerMain {
     @Command(name = "daemon", mixinStandardHelpOptions = true, versionProvider = PackageVersion.class,
             header = "the service: keep every domain's device in line with its element",
             description = {"Reconcile all domains, then follow DEFINED and METADATA_CHANGE events until SIGTERM.",
-                "Logs to stderr under systemd (the journal), to --log FILE when given, else to syslog where /dev/log "
-                    + "exists, else to stderr."})
+                "Logs to stderr under systemd (the journal), to --log FILE when given, else to the journal where "
+                    + "journald runs, else to stderr."})
     static final class Daemon implements Callable<Integer> {
         @ParentCommand
         ProvisionerMain main;
@@ -127,7 +127,7 @@ public final class ProvisionerMain {
             System.clearProperty(LogTarget.PROPERTY);
             LogTarget target = log != null ? LogTarget.FILE
                     : LogTarget.stderrIsJournal() ? LogTarget.STDERR
-                    : LogTarget.syslogListening() ? LogTarget.SYSLOG : LogTarget.STDERR;
+                    : LogTarget.journalOr(LogTarget.STDERR, LogTarget.JOURNAL_SOCKET);
             target.select(log, LOGGING_RESOURCE, LOGGING_OVERRIDE);
             HostConfig host = main.host();
             String serverKeys = host.serverKeyProblem();

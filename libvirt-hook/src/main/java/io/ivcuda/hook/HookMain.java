@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
+import org.apache.logging.log4j.ThreadContext;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -31,8 +32,8 @@ import picocli.CommandLine.Parameters;
                 + "at 'release end'. Domains without ivcuda return at once.",
             "",
             "It never writes to standard output. What it refuses, it says on standard error, which libvirt shows in "
-                + "the error of virsh start: the first line is 'ivcuda: CAUSE'. It logs to syslog (journalctl -t "
-                + "ivcuda-hook) where /dev/log exists, else to log.dir/hook.log."},
+                + "the error of virsh start: the first line is 'ivcuda: CAUSE'. It logs to the journal (journalctl -t "
+                + "ivcuda-hook) where journald runs, else to log.dir/hook.log."},
         exitCodeListHeading = "%nExit status:%n",
         exitCodeList = {
             "0: done (for reconnect and release always: libvirt kills a VM whose reconnect hook fails)",
@@ -88,6 +89,8 @@ public final class HookMain implements Callable<Integer> {
             return;
         }
         configureLogging(host);
+        // every record of this run names its domain: the journal's IVCUDA_DOMAIN field
+        ThreadContext.put("domain", args[0]);
         int status = new Hook(host, launcherFor(host), user).run(args, xml);
         System.exit(status);
     }
@@ -119,17 +122,15 @@ public final class HookMain implements Callable<Integer> {
         }
     }
 
+    /** The journal where journald runs, else log.dir/hook.log (or the syslog daemon: templates/log4j2-hook.xml). */
     static void configureLogging(HostConfig host) {
-        if (LogTarget.syslogListening()) {
-            LogTarget.SYSLOG.select(null, LOGGING_RESOURCE, LOGGING_OVERRIDE);
-        } else {
-            LogTarget.FILE.select(host.logDir().resolve("hook.log"), LOGGING_RESOURCE, LOGGING_OVERRIDE);
-        }
+        LogTarget.journalOr(LogTarget.FILE, LogTarget.JOURNAL_SOCKET)
+                .select(host.logDir().resolve("hook.log"), LOGGING_RESOURCE, LOGGING_OVERRIDE);
     }
 
     /** Where this host's hook log is, for messages. */
     static String logLocation(HostConfig host) {
-        return LogTarget.syslogListening() ? "journalctl -t ivcuda-hook, or the syslog" : host.logDir().resolve("hook.log").toString();
+        return LogTarget.isJournal() ? "journalctl -t ivcuda-hook" : host.logDir().resolve("hook.log").toString();
     }
 
     static ServerLauncher launcherFor(HostConfig host) {

@@ -40,7 +40,7 @@ public final class HostKeys {
             "state kept across reboots: `backend-slots`, which front-end domain holds which back-end slot "
                     + "(docs/backend-domains.md)");
     public static final ConfigKey<Path> LOG_DIR = ConfigKey.of("log.dir", KeyType.PATH, Path.of("/var/log/ivcuda"),
-            "direct-launch server logs; the hook's log where there is no `/dev/log`");
+            "direct-launch server logs; the hook's log where journald does not run");
     public static final ConfigKey<String> QEMU_GROUP = ConfigKey.of("qemu.group", KeyType.TEXT, "libvirt-qemu",
             "group of the region file (RHEL/Fedora: `qemu`)");
     public static final ConfigKey<String> SERVER_USER = ConfigKey.of("server.user", KeyType.TEXT, "ivcuda",
