@@ -8,7 +8,8 @@
 #                             this run's records of IDENT (SYSLOG_IDENTIFIER), messages only
 #   stop_test_journald        stops the journald it started and removes what it made
 # Run alone (root, after mvn package): packaging/journald.sh self-test — a refusal of the built hook
-# (libvirt-hook/target) reaches the journal with its priority and its IVCUDA_DOMAIN field.
+# (libvirt-hook/target) reaches the journal with its priority and its IVCUDA_DOMAIN field, and so does the
+# built provisioner's record of an invalid element (libvirt's test driver, no libvirtd).
 
 journald_bin=/lib/systemd/systemd-journald
 journald_socket=/run/systemd/journal/socket
@@ -83,6 +84,23 @@ journald_self_test() {
     [ "$status" = 1 ] || { echo "FAIL: the hook exited $status, not 1 (a refusal): $(cat "$work/hook.err")" >&2; return 1; }
     check_journal_line ivcuda-hook "has no ivcuda device" -p err IVCUDA_DOMAIN=ivcuda-journald-test
     [ ! -e "$work/log/hook.log" ] || { echo "FAIL: the hook wrote its file too: $(cat "$work/log/hook.log")" >&2; return 1; }
+    # the provisioner's one-shot record of an invalid element, against libvirt's test driver (no libvirtd)
+    if [ -r "$repo/ivshmem-provisioner/target/ivshmem-provisioner.jar" ]; then
+        cat > "$work/node.xml" <<'NODE'
+<node>
+  <domain type='test'>
+    <name>ivcuda-journald-huge</name>
+    <uuid>6695eb01-f6a4-8304-79aa-97f2502e193f</uuid>
+    <metadata><ivcuda:gpu xmlns:ivcuda="https://ivcuda.dev/xmlns/domain/1" size="1T"/></metadata>
+    <memory>65536</memory>
+    <os><type>hvm</type></os>
+  </domain>
+</node>
+NODE
+        IVCUDA_CONFIG="$work/ivcuda.properties" java -jar "$repo/ivshmem-provisioner/target/ivshmem-provisioner.jar" \
+            --connect "test://$work/node.xml" provision ivcuda-journald-huge >/dev/null 2>&1 || true
+        check_journal_line ivshmem-provisioner "ivcuda-journald-huge.*1T" -p err
+    fi
     echo "journald self-test: ok"
 }
 
