@@ -354,7 +354,7 @@ exec 3<&-
 [ "$(virsh -q -c "$URI" domstate ivcuda-ti-run)" = running ] || fail "the purge stopped the domain"
 ! virsh -q -c "$URI" dumpxml --inactive ivcuda-ti-run | grep -q "<shmem name='ivcuda-" || fail "the device stayed in the definition"
 left=$(files_left /tmp/ivcuda-host.files)
-for path in /etc/ivcuda /run/ivcuda /var/log/ivcuda /var/lib/ivcuda /usr/share/ivcuda /usr/libexec/ivcuda \
+for path in /etc/ivcuda /run/ivcuda /run/ivcuda-mps /var/log/ivcuda /var/lib/ivcuda /usr/share/ivcuda /usr/libexec/ivcuda \
             /usr/share/doc/ivcuda /usr/share/doc/ivcuda-host "$hook" \
             /etc/systemd/system/multi-user.target.wants/ivcuda-provisioner.service; do
     if [ -e "$path" ] || [ -L "$path" ]; then left="$left $path"; fi

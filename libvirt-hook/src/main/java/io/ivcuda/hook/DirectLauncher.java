@@ -117,7 +117,14 @@ final class DirectLauncher implements ServerLauncher {
      * server's system-call filter follows: {@link #syscallFilter}).
      */
     private List<String> asServerUser() throws HookException {
-        List<String> command = new ArrayList<>(List.of("setsid", "setpriv"));
+        List<String> command = new ArrayList<>(List.of("setsid"));
+        command.addAll(setpriv());
+        return command;
+    }
+
+    /** setpriv as the server's user (when the hook is someone else), with no new privileges. */
+    private List<String> setpriv() throws HookException {
+        List<String> command = new ArrayList<>(List.of("setpriv"));
         if (!host.serverUser().equals(System.getProperty("user.name"))) {
             command.addAll(List.of("--reuid=" + host.serverUser(), "--regid=" + primaryGroup(host.serverUser()), "--init-groups"));
         }
@@ -162,6 +169,8 @@ final class DirectLauncher implements ServerLauncher {
                 return host.mpsControl() + " -d exited with status " + process.exitValue() + " (" + host.mpsLogDir() + ")";
             }
             LOG.info("started the MPS control daemon ({} -d, pipe directory {})", host.mpsControl(), pipe);
+            // so that --stop-all stops this one, and only this one (package removal)
+            MpsDaemonStop.recordStarted(host.runtimeDir(), pipe, host.mpsLogDir());
             return null;
         } catch (IOException | HookException e) {
             return "cannot start the MPS control daemon (" + host.mpsControl() + " -d): " + e.getMessage();
@@ -169,6 +178,22 @@ final class DirectLauncher implements ServerLauncher {
             Thread.currentThread().interrupt();
             return "interrupted";
         }
+    }
+
+    /**
+     * The daemon {@link #ensureMpsDaemon} started, if it did: {@code quit} through the control program as the
+     * server's user, then signals to our MPS processes only ({@link MpsDaemonStop}).
+     */
+    @Override
+    public boolean stopMpsDaemon(java.io.PrintStream out) {
+        List<String> asUser;
+        try {
+            asUser = setpriv();
+        } catch (HookException e) {
+            out.println("ivcuda: cannot stop the MPS control daemon: " + e.getMessage());
+            return false;
+        }
+        return MpsDaemonStop.stop(host.runtimeDir(), host.mpsControl(), host.serverUser(), asUser, out);
     }
 
     private static String primaryGroup(String user) throws HookException {

@@ -185,9 +185,10 @@ final class Hook {
      * Stops every cuda-server of this host (package removal): each one the runtime directory has an instance
      * configuration for, and any other process started with a configuration from there; removes what
      * belonged to each (region, socket, configuration, pidfile, status file) and every region file of ours
-     * left in {@code shm.dir}. A stopped server marks its region STOPPED first, so the guest library tells
-     * its CUDA calls the device is gone; QEMU keeps running on its mapping of the (now unlinked) region.
-     * Says on {@code out} what it did, one line per domain. 0 when nothing of ours runs any more, else 1.
+     * left in {@code shm.dir}; then the MPS control daemon the launcher started, if it did. A stopped server
+     * marks its region STOPPED first, so the guest library tells its CUDA calls the device is gone; QEMU keeps
+     * running on its mapping of the (now unlinked) region. Says on {@code out} what it did, one line per domain
+     * (and per MPS action). 0 when nothing of ours runs any more, else 1.
      */
     int stopAll(PrintStream out) {
         int failed = 0;
@@ -225,6 +226,10 @@ final class Hook {
         if (!strays.isEmpty()) {
             ServerProcesses.terminate(strays, host.serverStopTimeoutMs());
             out.println("ivcuda: stopped cuda-server processes without a domain: " + strays);
+        }
+        // after the servers, its clients: a daemon left running as server.user keeps that user from being removed
+        if (!launcher.stopMpsDaemon(out)) {
+            failed++;
         }
         return failed == 0 ? 0 : 1;
     }

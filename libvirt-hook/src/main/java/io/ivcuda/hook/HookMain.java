@@ -64,7 +64,7 @@ public final class HookMain implements Callable<Integer> {
 
     @Option(names = "--stop-all", description = "Stop every cuda-server on this host and remove its region, socket and "
             + "files, saying which domain each one served (run by the package's removal; the domains keep running, CUDA "
-            + "in their guests fails from then on).")
+            + "in their guests fails from then on); without systemd also the MPS control daemon the hook started.")
     boolean stopAll;
 
     private HookMain() {

@@ -29,6 +29,12 @@ interface ServerLauncher {
      */
     String ensureMpsDaemon();
 
+    /**
+     * Package removal: stops the MPS control daemon {@link #ensureMpsDaemon} started, saying so on {@code out};
+     * never one it did not start. False when it still runs.
+     */
+    boolean stopMpsDaemon(java.io.PrintStream out);
+
     /** Where the server's log is, for messages. */
     String logLocation(InstancePaths paths);
 }

@@ -93,6 +93,12 @@ final class SystemdLauncher implements ServerLauncher {
         return result.status == 0 ? null : "systemctl start " + MPS_UNIT + " failed: " + result.output.trim();
     }
 
+    /** Nothing: under systemd the package's removal script stops ivcuda-mps.service itself. */
+    @Override
+    public boolean stopMpsDaemon(java.io.PrintStream out) {
+        return true;
+    }
+
     @Override
     public boolean isRunning(InstancePaths paths) {
         return run(systemctl, "is-active", "--quiet", paths.systemdUnit()).status == 0;

@@ -324,6 +324,88 @@ class HookTest {
         }
     }
 
+    /**
+     * A stand-in for nvidia-cuda-mps-control: {@code -d} leaves a daemon (a loop) whose pid is in the pipe
+     * directory, as NVIDIA's writes it; without {@code -d} it passes its stdin's first line on, as the real
+     * client does, and the daemon ends on {@code quit} unless {@code ignoresQuit}.
+     */
+    private Path standInMpsControl(boolean ignoresQuit) throws Exception {
+        Path control = dir.resolve("mps-control");
+        Files.writeString(control, "#!/bin/sh\np=\"$CUDA_MPS_PIPE_DIRECTORY\"\n"
+                + "if [ \"$1\" = -d ]; then\n"
+                + "  ( while [ ! -e \"$p/quit\" ]; do sleep 0.05; done; rm -f \"$p/nvidia-cuda-mps-control.pid\" ) "
+                + "</dev/null >/dev/null 2>&1 &\n"
+                + "  echo $! > \"$p/nvidia-cuda-mps-control.pid\"\n  exit 0\nfi\n"
+                + "read command\necho \"$command\" >> " + dir.resolve("mps-commands") + "\n"
+                + (ignoresQuit ? "" : "[ \"$command\" = quit ] && touch \"$p/quit\"\n") + "exit 0\n");
+        Files.setPosixFilePermissions(control, PosixFilePermissions.fromString("rwxr-xr-x"));
+        useConfig("defaults.share=25\nmps.control=" + control + "\nmps.pipe.dir=" + dir.resolve("mps-pipe")
+                + "\nmps.log.dir=" + dir.resolve("mps-log") + "\n");
+        return control;
+    }
+
+    private long mpsDaemonPid() throws IOException {
+        return Long.parseLong(Files.readString(dir.resolve("mps-pipe").resolve(MpsDaemonPid.FILE)).trim());
+    }
+
+    /** Package removal without systemd: the daemon the direct launcher started gets NVIDIA's 'quit', and says so. */
+    @Test
+    void stopAllQuitsTheMpsDaemonTheLauncherStarted() throws Exception {
+        standInMpsControl(false);
+        assertEquals(0, hookCaptured("prepare begin"), told());
+        long daemon = mpsDaemonPid();
+        assertTrue(ProcessHandle.of(daemon).map(ProcessHandle::isAlive).orElse(false));
+        ByteArrayOutputStream said = new ByteArrayOutputStream();
+        Hook hook = new Hook(host, new DirectLauncher(host), new PrintStream(userOutput, true, StandardCharsets.UTF_8));
+        assertEquals(0, hook.stopAll(new PrintStream(said, true, StandardCharsets.UTF_8)));
+        String text = said.toString(StandardCharsets.UTF_8);
+        assertTrue(text.contains("ivcuda: stopped the MPS control daemon (pipe directory " + dir.resolve("mps-pipe")
+                + ") with 'quit'\n"), text);
+        assertEquals(List.of("quit"), Files.readAllLines(dir.resolve("mps-commands")));
+        assertFalse(ProcessHandle.of(daemon).map(ProcessHandle::isAlive).orElse(false), "the daemon is gone");
+        assertTrue(text.contains("ivcuda: removed the MPS pipe directory " + dir.resolve("mps-pipe") + "\n"), text);
+        assertFalse(Files.exists(dir.resolve("mps-pipe")));
+        try (Stream<Path> left = Files.list(runtime)) {
+            assertEquals(List.of(), left.toList(), "nothing left in the runtime directory");
+        }
+    }
+
+    /** A daemon that ignores 'quit' is sent SIGTERM, and only the processes of our pipe directory are. */
+    @Test
+    void stopAllTerminatesAnMpsDaemonThatIgnoresQuit() throws Exception {
+        standInMpsControl(true);
+        assertEquals(0, hookCaptured("prepare begin"), told());
+        long daemon = mpsDaemonPid();
+        ByteArrayOutputStream said = new ByteArrayOutputStream();
+        Hook hook = new Hook(host, new DirectLauncher(host), new PrintStream(userOutput, true, StandardCharsets.UTF_8));
+        assertEquals(0, hook.stopAll(new PrintStream(said, true, StandardCharsets.UTF_8)));
+        String text = said.toString(StandardCharsets.UTF_8);
+        assertTrue(text.contains("did not stop on 'quit': SIGTERM to [" + daemon + "]"), text);
+        assertFalse(ProcessHandle.of(daemon).map(ProcessHandle::isAlive).orElse(false), "the daemon is gone");
+    }
+
+    /** A daemon the hook did not start (it ran already: the admin's) is left alone by package removal. */
+    @Test
+    void stopAllLeavesAnMpsDaemonItDidNotStart() throws Exception {
+        Path control = standInMpsControl(false);
+        Files.createDirectories(dir.resolve("mps-pipe"));
+        ProcessBuilder admin = new ProcessBuilder(control.toString(), "-d").redirectInput(new java.io.File("/dev/null"))
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectErrorStream(true);
+        admin.environment().put("CUDA_MPS_PIPE_DIRECTORY", dir.resolve("mps-pipe").toString());
+        assertEquals(0, admin.start().waitFor());
+        long daemon = mpsDaemonPid();
+        try {
+            assertEquals(0, hookCaptured("prepare begin"), told());
+            ByteArrayOutputStream said = new ByteArrayOutputStream();
+            Hook hook = new Hook(host, new DirectLauncher(host), new PrintStream(userOutput, true, StandardCharsets.UTF_8));
+            assertEquals(0, hook.stopAll(new PrintStream(said, true, StandardCharsets.UTF_8)));
+            assertFalse(said.toString(StandardCharsets.UTF_8).contains("MPS"), said.toString(StandardCharsets.UTF_8));
+            assertTrue(ProcessHandle.of(daemon).map(ProcessHandle::isAlive).orElse(false), "the admin's daemon runs on");
+        } finally {
+            ProcessHandle.of(daemon).ifPresent(ProcessHandle::destroyForcibly);
+        }
+    }
+
     @Test
     void serverThatNeverGetsReadyTimesOutAndIsStopped() throws Exception {
         useConfig("standin.behaviour=hang\nserver.ready.timeout.ms=1500\n");
