@@ -8,10 +8,12 @@
 #   2. through the share-25 server alone: expected about 25 % of (1);
 #   3. through both servers at once, started at the same instant: expected throughputs 1:3;
 #   4. the memory quota (QUOTA_MIB, 4096): first gpu/programs/quota_view.c natively as an MPS client with
-#      each VM's share and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT = the quota (what MPS alone leaves a process:
-#      the yardstick), then quota_view in VM a fills and holds its quota while VM b fills its own — each
-#      sees the quota as CUDA's and NVML's total, meets CUDA_ERROR_OUT_OF_MEMORY at its end and gets no
-#      less than the native MPS client with its share got, less two blocks; each prints the breakdown of
+#      each VM's share and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT = what the hook sets, the quota plus
+#      MPS_HEADROOM_MIB (what MPS alone leaves a process: the yardstick), then quota_view in VM a fills
+#      and holds its quota while VM b fills its own — each sees the quota as CUDA's and NVML's total,
+#      meets CUDA_ERROR_OUT_OF_MEMORY at its end and gets no less than the lesser of the quota and what
+#      the native MPS client with its share got, less two blocks; with a headroom the refusal must be the
+#      server's quota (logged), not MPS's limit; each prints the breakdown of
 #      what was taken when it began (what the server counted, from NVML's used and the server's status
 #      file; whether the driver's own free, under MPS the pinned-memory limit, bound instead) and who
 #      refused the last block (the server's quota logs it; the driver does not);
@@ -38,7 +40,8 @@
 #   gpu/sharing.sh             on the GPU machine
 # Settings: see gpu/lib.sh; JOB_SECONDS (default 3) per run; SHARE_A, SHARE_B (25, 75); QUOTA_MIB (4096);
 # SHARE_TOLERANCE (0.5); TOTAL_BUDGET_S (default 150); MPS_CONTROL (nvidia-cuda-mps-control on PATH);
-# PYTHON (python3, with PyTorch); REGION_MIB (256: each VM's region; 64 where /dev/shm has not room
+# MPS_HEADROOM_MIB (1024: the hook's mps.pinned.headroom default, added to the quota in MPS's limit; 0: the
+# limit is the quota, as in the runs up to 2026-12-02 06:44); PYTHON (python3, with PyTorch); REGION_MIB (256: each VM's region; 64 where /dev/shm has not room
 # for two); RECOVERY_WAIT_S (45: the longest wait for a server's recovery after the fault).
 set -uo pipefail
 
@@ -53,6 +56,10 @@ SHARE_A=${SHARE_A:-25}
 SHARE_B=${SHARE_B:-75}
 MPS_CONTROL=${MPS_CONTROL:-nvidia-cuda-mps-control}
 QUOTA_MIB=${QUOTA_MIB:-4096}
+# MPS's pinned-memory limit as the hook sets it (MpsEnvironment): the quota plus mps.pinned.headroom,
+# because MPS counts the context's own memory in it (389 MiB at 98 SMs on the H200)
+MPS_HEADROOM_MIB=${MPS_HEADROOM_MIB:-1024}
+MPS_LIMIT_MIB=$((QUOTA_MIB + MPS_HEADROOM_MIB))
 PYTHON=${PYTHON:-python3}
 # each VM's region: 256 MiB, a VM's default (the provisioner's defaults.size; PyTorch's runs had 1 GiB,
 # the 2026-12-01 runs of this script 64 MiB: the region is host memory, which the quota does not
@@ -156,19 +163,20 @@ verdict() {
 }
 
 # (4a) the yardstick for the quota: what MPS alone leaves a process (natively, one context, no ivcuda)
-# that has a VM's share and the quota as its pinned-memory limit, as each VM's server has: the limit
-# counts all the process holds on the device, its context's own memory too, which the server's quota
-# does not count (docs/sharing.md), so a VM cannot get more than this
+# that has a VM's share and the pinned-memory limit each VM's server has (the quota plus the headroom):
+# the limit counts all the process holds on the device, its context's own memory too, which the
+# server's quota does not count (docs/sharing.md), so a VM cannot get more than this — with the
+# headroom it should be more than the quota, so that the server's quota is what binds
 mps_probe() { # mps_probe NAME SHARE: prints the MiB it got ("" if none)
     env CUDA_MPS_PIPE_DIRECTORY="$MPS_PIPE" CUDA_MPS_LOG_DIRECTORY="$MPS_LOG" \
-        CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$2" CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="0=${QUOTA_MIB}M" \
+        CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$2" CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="0=${MPS_LIMIT_MIB}M" \
         timeout -k 5 "$(bounded 60)" "$BIN/quota_view" "$QUOTA_MIB" 0 >"$OUT/logs/quota-native-$1.out" 2>&1
     sed -n 's/^allocated \([0-9]*\) MiB.*/\1/p' "$OUT/logs/quota-native-$1.out"
 }
 check_native_driver "$BIN/quota_view" || fail "quota_view would not run natively"
 NATIVE_QUOTA_A=$(mps_probe a "$SHARE_A")
 NATIVE_QUOTA_B=$(mps_probe b "$SHARE_B")
-log "native MPS clients with the quota as their pinned limit got: share $SHARE_A ${NATIVE_QUOTA_A:-?} MiB, share $SHARE_B ${NATIVE_QUOTA_B:-?} MiB"
+log "native MPS clients with the hook's pinned limit (${MPS_LIMIT_MIB} MiB: quota + headroom) got: share $SHARE_A ${NATIVE_QUOTA_A:-?} MiB, share $SHARE_B ${NATIVE_QUOTA_B:-?} MiB"
 
 # start_share_server NAME SHARE: a cuda-server with the environment the hook writes (runtime.dir/U.env);
 # its pidfile gives it a status file beside it (written on SIGUSR1: what it counts, which processes)
@@ -177,7 +185,7 @@ start_share_server() {
     rm -f "$region" "$BUILD_DIR/server-$name.pid" "$BUILD_DIR/server-$name.status"
     [ -n "$ORACLE" ] && oracle_args=(--set "integrity.oracle=$ORACLE")
     env CUDA_MPS_PIPE_DIRECTORY="$MPS_PIPE" CUDA_MPS_LOG_DIRECTORY="$MPS_LOG" \
-        CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$share" CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="0=${QUOTA_MIB}M" \
+        CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$share" CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="0=${MPS_LIMIT_MIB}M" \
         timeout -s TERM -k 10 $((DEADLINE_S - $(date +%s))) java -jar "$SERVER_JAR" --set "region.path=$region" \
         --set region.size=$((REGION_MIB << 20)) --set "compute.share=$share" --set "memory.quota=$((QUOTA_MIB << 20))" \
         --set "domain.name=share-$name" --set "pidfile=$BUILD_DIR/server-$name.pid" "${oracle_args[@]}" \
@@ -248,10 +256,14 @@ pct() { awk -v x="$1" -v n="$NATIVE" 'BEGIN { printf "%.1f %%", 100 * x / n }'; 
 # (4) the memory quota (issue 15 acceptance): VM a fills its QUOTA_MIB quota in 64 MiB blocks and
 # holds it while VM b fills its own; each sees the quota as CUDA's and NVML's total and meets
 # CUDA_ERROR_OUT_OF_MEMORY at its end (gpu/programs/quota_view.c says PASS or why not). The least each
-# must get: what the native MPS client with its share got (4a) less two blocks (the server's process
-# may hold a little more than the one context of the probe); without a yardstick quota_view's own
-# (the quota less one block and 256 MiB)
-least_of() { [ -n "$1" ] && [ "$1" -gt 128 ] && echo $(($1 - 128)); }
+# must get: the lesser of the quota and what the native MPS client with its share got (4a), less two
+# blocks (the server's process may hold a little more than the one context of the probe); without a
+# yardstick quota_view's own (the quota less one block and 256 MiB)
+least_of() {
+    [ -n "$1" ] || return
+    local m=$(($1 < QUOTA_MIB ? $1 : QUOTA_MIB))
+    [ "$m" -gt 128 ] && echo $((m - 128))
+}
 # server_status NAME: what the server counts now, from its status file (SIGUSR1 makes it write it)
 server_status() {
     local status=$BUILD_DIR/server-$1.status pid before
@@ -290,12 +302,12 @@ quota_lines() { # quota_lines NAME NATIVE_MIB STATUS REFUSALS_BEFORE REFUSALS_AF
     echo "  - before its first allocation: $3; $(grep -m1 '^start: ' "$f" | sed 's/^start: //')"
     echo "  - $(grep -m1 '^allocated ' "$f"); refused by $([ "$5" -gt "$4" ] && echo "the server's quota (logged)" ||
         echo "the driver (no quota refusal logged)"); at the refusal: $(grep -m1 '^at the refusal: ' "$f" | sed 's/^at the refusal: //')"
-    echo "  - a native MPS client with this share and the quota as its pinned limit got ${2:-?} MiB" \
+    echo "  - a native MPS client with this share and the hook's pinned limit (${MPS_LIMIT_MIB} MiB) got ${2:-?} MiB" \
         "($(grep -m1 '^start: ' "$OUT/logs/quota-native-$1.out" | sed 's/^start: //;s/; NVML.*//')); $(grep -m1 '^least expected' "$f")"
 }
 {
     echo
-    echo "Memory quota ($QUOTA_MIB MiB each; VM b allocates while VM a holds all of its quota):"
+    echo "Memory quota ($QUOTA_MIB MiB each, MPS's pinned limit $MPS_LIMIT_MIB MiB; VM b allocates while VM a holds all of its quota):"
     echo
     quota_lines a "$NATIVE_QUOTA_A" "$STATUS_A" "$RA0" "$RA1"
     quota_lines b "$NATIVE_QUOTA_B" "$STATUS_B" "$RB0" "$RB1"
@@ -307,6 +319,17 @@ for n in a b; do
         *) verdict FAIL "quota VM $n: ${v:-no verdict (see logs/quota-$n.out)}" ;;
     esac
 done
+# with a headroom MPS's limit is a second fence only: the server's exact quota must refuse first
+if [ "$MPS_HEADROOM_MIB" -gt 0 ]; then
+    for n in a b; do
+        if [ "$n" = a ]; then r0=$RA0 r1=$RA1; else r0=$RB0 r1=$RB1; fi
+        if [ "$r1" -gt "$r0" ]; then
+            verdict PASS "quota VM $n: refused by the server's quota (logged), MPS's limit of $MPS_LIMIT_MIB MiB did not bind"
+        else
+            verdict FAIL "quota VM $n: no quota refusal logged by server $n: the driver (MPS's limit of $MPS_LIMIT_MIB MiB?) refused first"
+        fi
+    done
+fi
 
 # (5) PyTorch under the quota, through VM a (issue 15: "PyTorch in the guest uses our NVML without
 # warnings; ivcuda-smi shows the VM's processes and memory")

@@ -164,6 +164,11 @@ public final class HostConfig {
         return settings.get(HostKeys.MPS_LOG_DIR);
     }
 
+    /** Added to a shared VM's quota in MPS's own memory limit ({@link MpsEnvironment}); 0: the limit is the quota. */
+    public long mpsPinnedHeadroom() {
+        return settings.get(HostKeys.MPS_PINNED_HEADROOM);
+    }
+
     public String mpsControl() {
         return settings.get(HostKeys.MPS_CONTROL);
     }

@@ -28,9 +28,12 @@ public final class MpsEnvironment {
     }
 
     /**
-     * The variables for a VM: none for the whole GPU; else the pipe and log directories, the share, and the
-     * memory quota as MPS's own limit on the VM's device memory — a second fence behind the server's quota,
-     * rounded up to whole MiB so that the server's exact check is the one a guest meets first.
+     * The variables for a VM: none for the whole GPU; else the pipe and log directories, the share, and MPS's
+     * own limit on the VM's device memory — a second fence behind the server's quota. MPS counts the CUDA
+     * context's own memory in that limit too (on an H200: 145 MiB at 32 SMs, 389 MiB at 98 SMs,
+     * docs/benchmarks/sharing.md), so a limit of exactly the quota refused VMs a few hundred MiB short of it;
+     * the limit is the quota plus {@code mps.pinned.headroom}, rounded up to whole MiB, so that the server's
+     * exact check is the one a guest meets first.
      */
     public static Map<String, String> of(VmSettings settings, HostConfig host) {
         Map<String, String> env = new LinkedHashMap<>();
@@ -41,7 +44,7 @@ public final class MpsEnvironment {
         env.put(LOG_DIRECTORY, host.mpsLogDir().toString());
         env.put(ACTIVE_THREAD_PERCENTAGE, Integer.toString(settings.computeShare()));
         if (settings.memoryQuota() > 0) {
-            env.put(PINNED_DEVICE_MEM_LIMIT, memoryLimit(settings.gpuIndex(), settings.memoryQuota()));
+            env.put(PINNED_DEVICE_MEM_LIMIT, memoryLimit(settings.gpuIndex(), settings.memoryQuota() + host.mpsPinnedHeadroom()));
         }
         return env;
     }
@@ -51,8 +54,8 @@ public final class MpsEnvironment {
      * ({@code gpu.<n>}), which is CUDA's ordinal when the element names an index; for a UUID it is the index
      * {@code gpu.<n>.uuid} gives it, which matches CUDA's order on hosts whose GPUs are all of one kind.
      */
-    public static String memoryLimit(int deviceIndex, long quotaBytes) {
-        long mib = (quotaBytes + (1L << 20) - 1) >>> 20;
+    public static String memoryLimit(int deviceIndex, long limitBytes) {
+        long mib = (limitBytes + (1L << 20) - 1) >>> 20;
         return deviceIndex + "=" + mib + "M";
     }
 

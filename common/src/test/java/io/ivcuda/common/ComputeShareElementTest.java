@@ -82,7 +82,7 @@ class ComputeShareElementTest {
         VmSettings shared = new VmSettings(1, "1", Mode.PLAIN, 64L << 20, 4L << 30, 25);
         Map<String, String> env = MpsEnvironment.of(shared, host);
         assertEquals(Map.of("CUDA_MPS_PIPE_DIRECTORY", "/run/ivcuda-mps", "CUDA_MPS_LOG_DIRECTORY", "/var/log/ivcuda/mps",
-                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "1=4096M"), env);
+                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "1=5120M"), env);
         assertEquals(Map.of(), MpsEnvironment.of(new VmSettings(0, "0", Mode.PLAIN, 64L << 20, 4L << 30), host),
                 "the whole GPU: no MPS at all");
         assertFalse(MpsEnvironment.of(new VmSettings(0, "0", Mode.PLAIN, 64L << 20, 0, 30), host)
@@ -93,6 +93,21 @@ class ComputeShareElementTest {
         MpsEnvironment.write(file, env);
         assertEquals(env, MpsEnvironment.read(file));
         assertEquals(Map.of(), MpsEnvironment.read(dir.resolve("absent.env")));
+    }
+
+    @Test
+    void mpsLimitIsTheQuotaPlusTheHeadroomForTheContextsOwnMemory() throws Exception {
+        // MPS counts the context's own memory in its limit (389 MiB at 98 SMs on an H200): a limit of exactly the
+        // quota refused a 4 GiB VM at 3648 MiB, so by default the limit leaves 1 GiB above the server's quota
+        VmSettings quota4g = new VmSettings(0, "0", Mode.PLAIN, 64L << 20, 4L << 30, 30);
+        assertEquals(1L << 30, host("").mpsPinnedHeadroom());
+        assertEquals("0=5120M", MpsEnvironment.of(quota4g, host("")).get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
+        assertEquals("0=4352M", MpsEnvironment.of(quota4g, host("mps.pinned.headroom=256M\n"))
+                .get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
+        assertEquals("0=4096M", MpsEnvironment.of(quota4g, host("mps.pinned.headroom=0\n"))
+                .get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0: exactly the quota, as before the headroom");
+        assertTrue(HostKeys.isLifecycleKey("mps.pinned.headroom"), "a host key, not the server's");
+        assertThrows(IvcudaConfigException.class, () -> host("mps.pinned.headroom=-1\n"));
     }
 
     @Test

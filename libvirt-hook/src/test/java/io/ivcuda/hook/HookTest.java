@@ -197,7 +197,7 @@ class HookTest {
         assertTrue(log.contains("stand-in: env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25\n"), log);
         assertTrue(log.contains("stand-in: env CUDA_MPS_PIPE_DIRECTORY=" + pipe + "\n"), log);
         assertTrue(log.contains("stand-in: env CUDA_MPS_LOG_DIRECTORY=" + logs + "\n"), log);
-        assertTrue(log.contains("stand-in: env CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1024M\n"), log);
+        assertTrue(log.contains("stand-in: env CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M\n"), log);
         assertEquals(0, hookCaptured("release end"));
         assertFalse(Files.exists(paths.serverEnvironment()), "release removes the environment file");
     }

@@ -71,6 +71,11 @@ public final class HostKeys {
     public static final ConfigKey<String> MPS_CONTROL = ConfigKey.of("mps.control", KeyType.TEXT,
             "/usr/bin/nvidia-cuda-mps-control", "the MPS control program; the hook starts its daemon (`-d`) on demand "
                     + "where there is no systemd (with systemd: `ivcuda-mps.service`)");
+    public static final ConfigKey<Long> MPS_PINNED_HEADROOM = ConfigKey.of("mps.pinned.headroom", KeyType.BYTES, 1L << 30,
+            "added to a shared VM's quota in MPS's own limit (`CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`), which also counts the "
+                    + "CUDA context's own memory (measured on an H200: 145 MiB at 32 SMs, 389 MiB at 98 SMs; it grows with "
+                    + "the SMs), so that the server's exact quota refuses first and MPS stays a second fence; `0`: MPS's "
+                    + "limit is exactly the quota").range(0, 1L << 40).shown("1G");
     public static final ConfigKey<String> LIBVIRT_URI = ConfigKey.of("libvirt.uri", KeyType.TEXT, "qemu:///system",
             "the libvirt the provisioner manages");
 
