@@ -17,14 +17,17 @@ final class MpsDaemonPid {
     }
 
     static boolean alive(Path pipeDirectory) {
+        long pid = recorded(pipeDirectory);
+        return pid > 0 && ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
+    }
+
+    /** The pid the daemon wrote in its pipe directory, or -1 (none, or not a pid). */
+    static long recorded(Path pipeDirectory) {
         try {
             String text = Files.readString(pipeDirectory.resolve(FILE), StandardCharsets.US_ASCII).trim();
-            if (!text.matches("[0-9]{1,10}")) {
-                return false;
-            }
-            return ProcessHandle.of(Long.parseLong(text)).map(ProcessHandle::isAlive).orElse(false);
+            return text.matches("[0-9]{1,10}") ? Long.parseLong(text) : -1;
         } catch (IOException e) {
-            return false;
+            return -1;
         }
     }
 }

@@ -62,7 +62,7 @@ final class MpsDaemonStop {
             return true;
         }
         Path pipe = Path.of(dirs.get(0));
-        long pid = daemonPid(pipe);
+        long pid = MpsDaemonPid.recorded(pipe);
         if (!running(pipe, pid)) {
             out.println("ivcuda: the MPS control daemon ivcuda started (pipe directory " + pipe + ") no longer runs");
             removePipeDirectory(pipe, serverUser, out);
@@ -146,16 +146,6 @@ final class MpsDaemonStop {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return "interrupted";
-        }
-    }
-
-    /** The pid the daemon wrote in its pipe directory, or -1. */
-    private static long daemonPid(Path pipe) {
-        try {
-            String text = Files.readString(pipe.resolve(MpsDaemonPid.FILE), StandardCharsets.US_ASCII).trim();
-            return text.matches("[0-9]{1,10}") ? Long.parseLong(text) : -1;
-        } catch (IOException e) {
-            return -1;
         }
     }
 
