@@ -24,9 +24,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFileAttributeView;
-import java.nio.file.attribute.PosixFileAttributes;
-import java.nio.file.attribute.PosixFilePermissions;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
@@ -259,7 +256,7 @@ public final class CudaServer implements AutoCloseable {
                         whenVmLeaves.run();
                     }
                 });
-        shareSocketWithQemu(Path.of(config.doorbellSocket()));
+        IvshmemServer.shareSocketWithGroupOf(Path.of(config.doorbellSocket()), config.regionPath());
         if (layout.channelCount() > config.doorbellVectors()) {
             // §8: a guest sleeps only on a vector of its own channel; shared vectors mean polling guests
             LOG.info("doorbell: {} channels share {} vectors: guest threads on a channel that shares its vector "
@@ -273,21 +270,6 @@ public final class CudaServer implements AutoCloseable {
         doorbells = new Doorbells(host, layout.channelCount());
         doorbells.watcher(watcher.thread());
         doorbells.start();
-    }
-
-    /**
-     * Connecting needs write permission on the socket: QEMU runs as another user (libvirt-qemu),
-     * in the group the hook gave the region file (qemu.group). Mode 0660, that group.
-     */
-    private void shareSocketWithQemu(Path socket) throws IOException {
-        Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-rw----"));
-        var group = Files.readAttributes(config.regionPath(), PosixFileAttributes.class).group();
-        try {
-            Files.getFileAttributeView(socket, PosixFileAttributeView.class).setGroup(group);
-        } catch (IOException e) {
-            LOG.warn("doorbell socket {}: cannot give it the region's group {} ({}); QEMU may be refused by the "
-                    + "file system", socket, group.getName(), e.getMessage());
-        }
     }
 
     private IdleWait idleFor(int channel) {

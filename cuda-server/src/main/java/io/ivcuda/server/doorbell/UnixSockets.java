@@ -71,6 +71,15 @@ final class UnixSockets {
 
     /** Sends one int64, with {@code passFd} attached when it is ≥ 0. */
     static void send(int fd, long value, int passFd) {
+        send(fd, value, passFd, Posix.MSG_NOSIGNAL);
+    }
+
+    /** As {@link #send}, but fails instead of waiting when the peer's receive buffer is full. */
+    static void sendNow(int fd, long value, int passFd) {
+        send(fd, value, passFd, Posix.MSG_NOSIGNAL | Posix.MSG_DONTWAIT);
+    }
+
+    private static void send(int fd, long value, int passFd, int flags) {
         Memory payload = new Memory(8);
         payload.setLong(0, value); // JNA writes native order: little-endian on every platform we run on
         Memory iov = new Memory(16);
@@ -90,7 +99,7 @@ final class UnixSockets {
             msg.setPointer(MSG_CONTROL, control);
             msg.setLong(MSG_CONTROLLEN, CMSG_SPACE_ONE_FD);
         }
-        long sent = Posix.sendmsg(fd, msg, Posix.MSG_NOSIGNAL);
+        long sent = Posix.sendmsg(fd, msg, flags);
         if (sent != 8) {
             throw new IllegalStateException("short send on the ivshmem socket: " + sent + " of 8 bytes");
         }
