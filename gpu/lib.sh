@@ -358,6 +358,7 @@ start_server() {
         3) wait "$SERVER_PID"
            log "server: exited with status $? before READY; $(cat "$OUT/logs/region-wait.log")"
            SERVER_PID=
+           remove_standin_cgroup
            return 1 ;;
         *) log "server: not READY after 90 s (ivcuda-region-wait exit $rc); $(cat "$OUT/logs/region-wait.log")"
            return 1 ;;
@@ -372,6 +373,13 @@ server_for_run() {
 end_of_run() {
     if [ "$IVCUDA_MODE" = doorbell ]; then stop_server; fi
     return 0
+}
+
+# The cgroup SERVER_SANDBOX=2 made for MemoryMax, once its server is gone.
+remove_standin_cgroup() {
+    [ -n "$STANDIN_CGROUP" ] || return 0
+    "$REPO_ROOT/gpu/unit-standin.sh" --remove-cgroup "$STANDIN_CGROUP"
+    STANDIN_CGROUP=
 }
 
 stop_server() {
@@ -394,10 +402,7 @@ stop_server() {
     wait "$pid" 2>/dev/null
     status=$?
     log "server: stopped, exit status $status"
-    if [ -n "${STANDIN_CGROUP:-}" ]; then
-        "$REPO_ROOT/gpu/unit-standin.sh" --remove-cgroup "$STANDIN_CGROUP"
-        STANDIN_CGROUP=
-    fi
+    remove_standin_cgroup
     rm -f "$REGION_PATH"
     # A chatty server log must not push the results over what a device run brings back.
     local server_log=$OUT/logs/server.log

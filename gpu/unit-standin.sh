@@ -399,6 +399,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ $# -gt 0 ] || { say "FAILED: no program after --"; exit 125; }
+if ! err=$(unshare --net --ipc --uts --mount --propagation private -- true 2>&1); then
+    say "FAILED: PrivateNetwork, PrivateIPC, ProtectHostname and the mount namespace: unshare: $err"
+    exit 125
+fi
 # MemoryMax= before unshare, in the host's cgroup tree; its line is printed with the others
 cgroup_note=$(apply_memory_max "$cgroup_name" 2>&1)
 exec unshare --net --ipc --uts --mount --propagation private -- bash "$self" --inner "${cgroup_note#unit-standin: }" "${args[@]}" -- "$@"
