@@ -363,12 +363,12 @@ run_check() {
     [ "$status" = 0 ] || failed=1
     check_host() { if "${@:2}"; then echo "ok   $1"; else echo "FAIL $1"; failed=1; fi; }
     check_host "the stand-in ran the probe" eval '! grep -q "^unit-standin: FAILED" "$log" && grep -q "^ok" <<<"$out"'
-    check_host "nothing reached the host's /usr" test ! -e /usr/ivcuda-standin-probe
+    check_host "nothing reached the host's /usr or /etc" test ! -e /usr/ivcuda-standin-probe -a ! -e /etc/ivcuda-standin-probe
     check_host "the --rw path's file is on the host" test -e "$PROBE_RW/inside"
     check_host "the --ro file is unchanged" test "$(cat "$PROBE_RO")" = ro
     check_host "the /dev/shm file is on the host" test -e "/dev/shm/$PROBE_SHM"
     check_host "the private /tmp's file is not on the host" test ! -e /tmp/ivcuda-standin-probe
-    rm -f "/dev/shm/$PROBE_SHM" /usr/ivcuda-standin-probe
+    rm -f "/dev/shm/$PROBE_SHM" /usr/ivcuda-standin-probe /etc/ivcuda-standin-probe
     [ -n "$shmid" ] && ipcrm -m "$shmid"
     remove_cgroup "$PROBE_CGROUP_NAME"
     rm -rf "$dir"
