@@ -207,10 +207,78 @@ kill "$fault_pid" 2>/dev/null
 if wait "$fault_pid"; then pass "the recovered server stops cleanly"; else fail "the recovered server's stop: $(tail -3 "$work/fault-server.log")"; fi
 rm -f "$fault_region" "$fault_trigger"
 
+# limit.ring.bytes (docs/threat-model.md, "Limits"): a server with the smallest ring, 4 KiB, in the
+# header's ring_size; the library follows it. Small async records wrap it many times; an inline
+# async copy of 8 KiB is a record larger than the ring and goes as a request (protocol §6).
+ring_region=/dev/shm/ivcuda-xlang-ring-$$
+main_server_pid=$server_pid
+start_host_memory_server "$ring_region" "$work/ring-server.log" --set region.size=67108864 \
+    --set limit.ring.bytes=4096 --set domain.name=xlang-ring || { kill "$server_pid" 2>/dev/null; server_pid=$main_server_pid; exit 1; }
+ring_pid=$server_pid
+server_pid=$main_server_pid
+ring_size=$(od -An -tu4 -j88 -N4 "$ring_region" | tr -d ' ')
+if [ "$ring_size" = 4096 ]; then pass "limit.ring.bytes=4096 is the header's ring_size"; else fail "ring_size $ring_size, expected 4096"; fi
+for n in 1 1000 4096 8192 65472 1048576; do
+    expect_ok "4 KiB ring: copy $n bytes, 2 threads" env IVCUDA_REGION="$ring_region" "$work/xfer" copy $n 2
+done
+if out=$(IVCUDA_DEBUG=1 IVCUDA_REGION="$ring_region" timeout 60 "$work/xfer" copy 8192 1 2>&1) \
+    && grep -q "record is larger than the 4096-byte ring: sent as a request" <<<"$out"; then
+    pass "4 KiB ring: an 8 KiB async copy went as a request"
+else
+    fail "4 KiB ring: the 8 KiB async copy: $(echo "$out" | grep -v '^ivcuda\[' | tail -3)"
+fi
+expect_ok "4 KiB ring: host functions, stream queries, stream memory operations" env IVCUDA_REGION="$ring_region" "$work/streams"
+expect_ok "4 KiB ring: order between threads" env IVCUDA_REGION="$ring_region" "$work/ordering"
+if grep -q "poisoned" "$work/ring-server.log"; then fail "4 KiB ring: a channel was poisoned: $(grep -m1 poisoned "$work/ring-server.log")"; else
+    pass "4 KiB ring: no channel poisoned"; fi
+kill "$ring_pid" 2>/dev/null
+if wait "$ring_pid"; then pass "the 4 KiB-ring server stops cleanly"; else fail "the 4 KiB-ring server's stop: $(tail -3 "$work/ring-server.log")"; fi
+rm -f "$ring_region"
+
+# The server inside gpu/unit-standin.sh, SERVER_SANDBOX=2's stand-in for the systemd unit's namespaces,
+# mounts, device list and empty capability bounding set (docs/threat-model.md, "The server process";
+# root only, as systemd is): the stand-in's own check of its sandbox, then a server in it serves a
+# program over a region in /dev/shm, is the process that was started (the stand-in execs it) and
+# stops with status 0 on SIGTERM.
+if [ "$(id -u)" = 0 ]; then
+    if out=$(gpu/unit-standin.sh --check 2>&1); then
+        pass "unit stand-in: $(grep -c '^ok' <<<"$out") checks of its sandbox"
+    else
+        fail "unit stand-in --check: $(grep -E '^FAIL|FAILED' <<<"$out" | head -3)"
+    fi
+    standin_region=/dev/shm/ivcuda-xlang-standin-$$
+    standin_cgroup=ivcuda-xlang-standin-$$
+    gpu/unit-standin.sh --rw "$work" --ro "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" \
+        --ro "$root/cuda-server/target" --cgroup "$standin_cgroup" -- \
+        java -jar "$root/cuda-server/target/cuda-server.jar" --set region.path="$standin_region" \
+        --set backend=host-memory --set region.size=67108864 --set domain.name=xlang-standin >"$work/standin.log" 2>&1 &
+    standin_pid=$!
+    if "$region_wait" --pid "$standin_pid" "$standin_region" 60 >/dev/null; then
+        expect_ok "a server inside the unit stand-in serves a program" env IVCUDA_REGION="$standin_region" "$work/xfer" copy 1048577 2
+        if [ "$(readlink "/proc/$standin_pid/exe")" = "$(readlink -f "$(command -v java)")" ] &&
+            grep -q '^unit-standin: CapabilityBoundingSet=, AmbientCapabilities=: applied' "$work/standin.log"; then
+            pass "the stand-in's pid is the server's (it execs it, capabilities dropped)"
+        else
+            fail "the stand-in's pid $standin_pid runs $(readlink "/proc/$standin_pid/exe"); $(grep -m3 'unit-standin' "$work/standin.log")"
+        fi
+    else
+        fail "server inside the unit stand-in not READY: $(tail -5 "$work/standin.log")"
+    fi
+    kill "$standin_pid" 2>/dev/null
+    if wait "$standin_pid"; then pass "the server inside the unit stand-in stops with status 0 on SIGTERM"; else
+        fail "the server inside the unit stand-in on SIGTERM: $(tail -3 "$work/standin.log")"; fi
+    gpu/unit-standin.sh --remove-cgroup "$standin_cgroup"
+    rm -f "$standin_region"
+else
+    echo "skip the unit stand-in (gpu/unit-standin.sh): needs root"
+fi
+
 if [ $failed -gt 0 ]; then
     echo "--- server log (tail)"; tail -40 "$work/server.log"
     echo "--- doorbell server log (tail)"; tail -20 "$work/doorbell.log"
     echo "--- fault-recovery server log (tail)"; tail -20 "$work/fault-server.log"
+    echo "--- 4 KiB-ring server log (tail)"; tail -20 "$work/ring-server.log"
+    echo "--- unit stand-in server log (tail)"; tail -20 "$work/standin.log" 2>/dev/null
 fi
 echo "xlang: $passed passed, $failed failed"
 [ $failed -eq 0 ]

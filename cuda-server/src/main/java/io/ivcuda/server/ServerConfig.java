@@ -20,7 +20,7 @@ import java.util.List;
  */
 public record ServerConfig(Path regionPath, long regionSize, RegionKind regionKind, Mode mode, String doorbellSocket, int doorbellVectors,
                            int doorbellPeerUid, int doorbellParkTimeoutMs, String gpu,
-                           long memoryQuota, Backend backend, int channelCount, int channelWindow,
+                           long memoryQuota, Backend backend, int channelCount, int channelWindow, int ringBytes,
                            int ownerTimeoutMs, long waitSpinUs, long waitParkMaxUs, long waitIdleParkMs, Path pidfile,
                            String domainUuid, String domainName, Limits limits, IntegrityConfig integrity,
                            int computeShare, MpsFallback mpsUnavailable) {
@@ -51,10 +51,16 @@ public record ServerConfig(Path regionPath, long regionSize, RegionKind regionKi
                     ? "required in doorbell mode (with " + ServerKeys.REGION_KIND.name() + " device: ivcuda-guest-irqd's socket for the slot device)"
                     : "required in doorbell mode (the socket QEMU's <server path> names)");
         }
+        long ringBytes = s.get(ServerKeys.LIMIT_RING_BYTES);
+        if (Long.bitCount(ringBytes) != 1) {
+            // records are placed at tail & (ring_size - 1) on both sides (protocol §6)
+            throw s.bad(ServerKeys.LIMIT_RING_BYTES, "is not a power of two (4096, 8192, … 1048576)");
+        }
         return new ServerConfig(regionPath, s.get(ServerKeys.REGION_SIZE), kind, mode, socket,
                 s.getInt(ServerKeys.DOORBELL_VECTORS), s.getInt(ServerKeys.DOORBELL_PEER_UID),
                 s.getInt(ServerKeys.DOORBELL_PARK_TIMEOUT_MS), s.get(ServerKeys.GPU), s.get(ServerKeys.MEMORY_QUOTA),
                 s.get(ServerKeys.BACKEND), s.getInt(ServerKeys.CHANNEL_COUNT), s.getInt(ServerKeys.CHANNEL_WINDOW),
+                (int) ringBytes,
                 s.getInt(ServerKeys.OWNER_TIMEOUT_MS), s.get(ServerKeys.WAIT_SPIN_US), s.get(ServerKeys.WAIT_PARK_MAX_US),
                 s.get(ServerKeys.WAIT_IDLE_PARK_MS), s.get(ServerKeys.PIDFILE), s.get(ServerKeys.DOMAIN_UUID),
                 s.get(ServerKeys.DOMAIN_NAME), limits(s), integrity(s), s.getInt(ServerKeys.COMPUTE_SHARE),
@@ -77,6 +83,6 @@ public record ServerConfig(Path regionPath, long regionSize, RegionKind regionKi
                 s.get(ServerKeys.LOG_REFUSALS_WINDOW_MS), s.getInt(ServerKeys.LIMIT_RECOVERIES),
                 s.get(ServerKeys.LIMIT_RECOVERIES_WINDOW_MS), s.getInt(ServerKeys.LIMIT_DEVICE_OUTPUT_BYTES),
                 s.getInt(ServerKeys.LIMIT_JIT_LOG_BYTES), s.get(ServerKeys.LIMIT_JIT_LOG_BYTES_PROCESS),
-                s.get(ServerKeys.LIMIT_JIT_LOG_BYTES_VM));
+                s.get(ServerKeys.LIMIT_JIT_LOG_BYTES_VM), s.getInt(ServerKeys.LIMIT_HOST_FUNCTIONS_PROCESS));
     }
 }

@@ -56,6 +56,12 @@ public final class ServerKeys {
             "channels in the region: 32, or as many as fit in half of a small region (0 = auto)").range(0, 4096).shown("auto");
     public static final ConfigKey<Long> CHANNEL_WINDOW = ConfigKey.of("channel.window", KeyType.BYTES, 0L,
             "bytes of each channel's data window (0 = derived)").range(0, 16 << 20).shown("derived");
+    // the ring holds one channel's queued calls; 4 KiB still takes the largest record a guest
+    // queues that is not sent as a request instead (protocol §6), 1 MiB keeps channels small
+    public static final ConfigKey<Long> LIMIT_RING_BYTES = ConfigKey.of("limit.ring.bytes", KeyType.BYTES, 131_072L,
+            "bytes of each channel's ring of queued calls, a power of two (the header's `ring_size`: the guest follows "
+                    + "it); a call whose record is larger is sent as a request and answered at once; a thread whose ring is "
+                    + "full waits for the server to run what it queued (docs/threat-model.md, \"Limits\")").range(4096, 1 << 20);
     public static final ConfigKey<Long> OWNER_TIMEOUT_MS = ConfigKey.of("owner.timeout.ms", MS, 1200L,
             "a process whose heartbeat stood still this long while the VM's went on is reclaimed (protocol §7): with the "
                     + "server's check period (100 ms; doorbell mode 500 ms) its channels and memory come back within 2 s of its "
@@ -66,6 +72,13 @@ public final class ServerKeys {
             "handles the VM's processes may hold together").range(1, 1 << 24);
     public static final ConfigKey<Long> LIMIT_ALLOCATIONS_PROCESS = ConfigKey.of("limit.allocations.process", KeyType.NUMBER,
             65_536L, "device allocations one guest process may hold").range(1, 1 << 24);
+    // a target is a few hundred bytes of heap (HostCalls, HostCallbacks); a graph's host nodes and
+    // staged copies keep theirs until the process goes, so the default leaves room for many captures
+    public static final ConfigKey<Long> LIMIT_HOST_FUNCTIONS_PROCESS = ConfigKey.of("limit.host.functions.process",
+            KeyType.NUMBER, 65_536L, "host functions one guest process may have waiting on the server at once: queued on "
+                    + "streams and not yet run (a stream the driver holds back keeps them), host nodes of its graphs, its "
+                    + "staged copies' completions; checked before the driver call, beyond it CUDA_ERROR_OUT_OF_MEMORY")
+            .range(1, 1 << 20);
     public static final ConfigKey<Long> LIMIT_PROCESSES = ConfigKey.of("limit.processes", KeyType.NUMBER, 4096L,
             "guest processes the server keeps state for at once").range(1, 1 << 20);
     public static final ConfigKey<Long> LIMIT_MODULE_IMAGE_BYTES = ConfigKey.of("limit.module.image.bytes", KeyType.BYTES,
