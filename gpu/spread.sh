@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # How far a PyTorch acceptance script's values spread run to run, natively and through ivcuda
 # (host loopback, a cuda-server per run as gpu/apps.sh starts one): the script N times each way,
-# alternating, then per value its range, mean and standard deviation each way. For a value that
+# alternating, then per value its range and standard deviation each way, and per timing (`time:`
+# lines) the median and range each way with the throughput ratio of the medians (native / ivcuda):
+# the benchmark figures of docs/benchmarks/apps.md with the spread they need. For a value that
 # differs between two native runs, gpu/apps.sh's comparison (gpu/pytorch/compare.py: within the
 # difference of the two native runs) is a coin toss whoever runs it; this shows whether ivcuda's
 # runs come from the same spread as native's. Writes $OUT/spread-<script>.md.
@@ -40,6 +42,7 @@ python3 - "$RUNS" "$SCRIPT" "$(git_commit)" >"$OUT/spread-$SCRIPT.md" <<'PY'
 import collections, glob, os, statistics, sys
 runs, script, commit = sys.argv[1:4]
 vals = collections.defaultdict(lambda: collections.defaultdict(list))
+times = collections.defaultdict(lambda: collections.defaultdict(list))
 passed = collections.Counter()
 for f in sorted(glob.glob(runs + "/*.out")):
     mode = os.path.basename(f).split(".")[0]
@@ -48,6 +51,11 @@ for f in sorted(glob.glob(runs + "/*.out")):
         if p[0] == "value" and len(p) == 3:
             try:
                 vals[p[1]][mode].append(float(p[2]))
+            except ValueError:
+                pass
+        elif p[0] == "time:" and len(p) == 3:
+            try:
+                times[p[1]][mode].append(float(p[2]))
             except ValueError:
                 pass
         elif line.strip() == "PASSED":
@@ -63,5 +71,13 @@ for k, by in sorted(vals.items()):
         print(f"| {k} | {len(n)} | all identical | {len(v)} | all identical |")
     else:
         print(f"| {k} | {len(n)} | {fmt(n)} | {len(v)} | {fmt(v)} |")
+if times:
+    print("\n| timing | native median (min .. max) | ivcuda median (min .. max) | runs | native / ivcuda (medians) |")
+    print("|---|---|---|---|---|")
+    ms = lambda a: f"{statistics.median(a) * 1e3:.3f} ms ({min(a) * 1e3:.3f} .. {max(a) * 1e3:.3f})"
+    for k, by in sorted(times.items()):
+        n, v = by.get("native", []), by.get("ivcuda", [])
+        if n and v:
+            print(f"| {k} | {ms(n)} | {ms(v)} | {len(n)} / {len(v)} | {statistics.median(n) / statistics.median(v):.2f} |")
 PY
 cat "$OUT/spread-$SCRIPT.md"
