@@ -43,9 +43,9 @@ static CUresult tiled(CUtensorMap *m, CUtensorMapDataType type, cuuint32_t rank,
 /* A 1D map of 4096 bytes at `address`. */
 static CUresult line(CUtensorMap *m, CUdeviceptr address)
 {
-    const cuuint64_t dims[] = {4096};
+    const cuuint64_t dims[] = {4096}, no_strides[] = {0}; /* rank 1 has none; passed all the same */
     const cuuint32_t box[] = {64}, elements[] = {1};
-    return tiled(m, UINT8, 1, address, dims, NULL, box, elements, CU_TENSOR_MAP_SWIZZLE_NONE,
+    return tiled(m, UINT8, 1, address, dims, no_strides, box, elements, CU_TENSOR_MAP_SWIZZLE_NONE,
                  CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
@@ -125,10 +125,15 @@ static void encodings(CUdeviceptr base)
     static const CUtensorMapSwizzle swizzles[5] = {CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
                                                    CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_SWIZZLE_32B,
                                                    CU_TENSOR_MAP_SWIZZLE_32B};
+    /* the NaN fill is for floating-point types only */
+    static const CUtensorMapFloatOOBfill fills[5] = {CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+                                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
+                                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+                                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
+                                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE};
     for (int r = 1; r <= 5; r++) {
         CUresult res = tiled(&m, types[r - 1], (cuuint32_t)r, base, dims[r - 1], strides[r - 1], boxes[r - 1],
-                             elements[r - 1], swizzles[r - 1], (CUtensorMapL2promotion)(r % 4),
-                             (CUtensorMapFloatOOBfill)(r % 2));
+                             elements[r - 1], swizzles[r - 1], (CUtensorMapL2promotion)(r % 4), fills[r - 1]);
         snprintf(what, sizeof what, "tiled rank %d", r);
         print_map(what, res, &m);
     }
