@@ -80,6 +80,15 @@ class MetricsTest extends HostMemoryGuestCase {
         assertEquals(512, p.value("ivcuda_process_copied_to_host_bytes_total", process));
         assertEquals(4096, p.value("ivcuda_process_gpu_memory_held_bytes", process));
         assertEquals(9, p.value("ivcuda_requests_total", vm), "the VM's totals are its one process's");
+        // by function for the process too: the functions it called, and only those
+        assertEquals(2, p.value("ivcuda_process_calls_total", with(process, "function", "ivc_mem_alloc")));
+        assertEquals(1, p.value("ivcuda_process_call_errors_total", with(process, "function", "ivc_mem_alloc")));
+        assertEquals(3, p.value("ivcuda_process_calls_total", with(process, "function", "ivc_memcpy_htod_inline")));
+        assertEquals(1, p.value("ivcuda_process_call_errors_total", with(process, "function", "ivc_mem_free")));
+        assertEquals(0, p.value("ivcuda_process_call_errors_total", with(process, "function", "cuInit")));
+        assertEquals("counter", p.types.get("ivcuda_process_calls_total"));
+        assertEquals(6, p.count("ivcuda_process_calls_total"),
+                "hello, cuInit, alloc, htod, dtoh, free: one series per function called");
     }
 
     /**

@@ -12,7 +12,7 @@ public final class Owner {
     private final VirtualMemory vmm;
     /** The handle id of the pool cuDeviceSetMemPool made current for this process; 0: the device's. */
     private final AtomicLong currentPool = new AtomicLong();
-    private final CallMetrics metrics = CallMetrics.totals();
+    private final CallMetrics metrics = new CallMetrics();
     private final DeviceOutput output;
     /** JIT log bytes its live link states hold ({@link JitLogBudget}). */
     private final AtomicLong jitLogBytes = new AtomicLong();

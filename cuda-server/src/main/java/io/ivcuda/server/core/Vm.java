@@ -38,7 +38,7 @@ public final class Vm {
     private final Limits limits;
     private final HandleTable handles;
     private final RefusalLog refusals;
-    private final CallMetrics metrics = CallMetrics.byFunction();
+    private final CallMetrics metrics = new CallMetrics();
     private final PoolAllocator pool;
     private final Map<Long, Owner> owners = new ConcurrentHashMap<>();
     private final ReclaimedTokens reclaimed;
