@@ -18,6 +18,7 @@ public final class Owner {
     private final AtomicLong jitLogBytes = new AtomicLong();
     private volatile boolean closed;
     private final AtomicBoolean reclaimed = new AtomicBoolean();
+    private final AtomicBoolean unmeasuredImageLogged = new AtomicBoolean();
 
     /** An owner with the default limits (tests). */
     public Owner(long token) {
@@ -68,6 +69,11 @@ public final class Owner {
 
     public AtomicLong jitLogBytes() {
         return jitLogBytes;
+    }
+
+    /** True the first time only: an image whose module-scope variables cannot be measured is logged once a process. */
+    public boolean firstUnmeasuredImage() {
+        return unmeasuredImageLogged.compareAndSet(false, true);
     }
 
     public boolean closed() {
