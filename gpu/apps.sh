@@ -767,13 +767,23 @@ why_not() {
         echo "$(mode_title "$mode"): no run"
     elif [ "$(cat "$d/$mode.rc" 2>/dev/null)" != 0 ]; then
         local reason
-        reason="$(mode_title "$mode"): $(cell "$d/$mode")"
+        reason="$(mode_title "$mode"): $(cell "$d/$mode")$(by_design "$d" "$mode")"
         if [ "$mode" = trace ] && [ -f "$d/trace-plain.rc" ]; then
             reason="$reason; with the driver's own tables and no return tracking: $(cell "$d/trace-plain")"
         fi
         echo "$reason"
     else
-        echo "$(mode_title "$mode"): outputs differ"
+        echo "$(mode_title "$mode"): outputs differ$(by_design "$d" "$mode")"
+    fi
+}
+
+# by_design <run dir> <mode>: "; <reason>" when what differs is a refusal ivcuda makes by design,
+# read from the run's stderr and its difference with native; else nothing.
+by_design() {
+    local d=$1 mode=$2
+    if { cat "$d/$mode.err" 2>/dev/null; diff "$d/native.norm" "$d/$mode.norm" 2>/dev/null; } |
+        grep -qi 'managed memory'; then
+        echo "; managed memory, refused by design (docs/memory.md: a guest cannot share pages with the GPU)"
     fi
 }
 

@@ -232,8 +232,16 @@ CUresult ivc_async(struct ivc_call *call)
     uint64_t total = IVC_RECORD_HEADER + call->length;
     uint64_t size = ch->region->ring_size;
     if (total > size) {
-        ivc_log("%s: a %" PRIu64 "-byte record does not fit the %" PRIu64 "-byte ring", call->name, total, size);
-        return CUDA_ERROR_INVALID_VALUE;
+        /* The server's ring (limit.ring.bytes) is smaller than this record: the call goes as a
+         * request instead, which the server runs after everything queued before it, and is
+         * answered at once (its error is this call's, not a later one's; protocol §6). The
+         * payload is in the request area already. */
+        ivc_trace("%s: a %" PRIu64 "-byte record is larger than the %" PRIu64 "-byte ring: sent as a request",
+                  call->name, total, size);
+        CUresult r = ivc_sync(call);
+        if (ivc_response(call))
+            r = ivc_finish(call, r);
+        return r;
     }
     uint64_t tail = ch->ring_tail;
     uint64_t position = tail & (size - 1);

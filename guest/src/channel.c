@@ -280,16 +280,15 @@ void ivc_channel_release_all(void)
     pthread_mutex_unlock(&state_lock);
 }
 
-/* Layout fields a restarted server must keep: the same server, the same arguments. */
-static int same_layout(const struct ivc_region *r, const uint8_t *h)
+/* Layout fields a restarted server must keep (the same server, the same arguments): the
+ * restarted header's, as checked, against the ones in use. */
+static int same_layout(const struct ivc_region *r, const struct ivc_region *now)
 {
-    return ivc_read32(h + IVC_HDR_CHANNEL_COUNT) == r->channel_count
-           && ivc_read32(h + IVC_HDR_CHANNEL_STRIDE) == r->channel_stride
-           && ivc_read64(h + IVC_HDR_CHANNEL_TABLE_OFFSET) == r->channel_table_offset
-           && ivc_read32(h + IVC_HDR_REQUEST_AREA_SIZE) == r->request_area_size
-           && ivc_read32(h + IVC_HDR_RESPONSE_AREA_SIZE) == r->response_area_size
-           && ivc_read32(h + IVC_HDR_RING_SIZE) == r->ring_size && ivc_read32(h + IVC_HDR_WINDOW_SIZE) == r->window_size
-           && ivc_read64(h + IVC_HDR_POOL_OFFSET) == r->pool_offset && ivc_read64(h + IVC_HDR_POOL_SIZE) == r->pool_size;
+    return now->channel_count == r->channel_count && now->channel_stride == r->channel_stride
+           && now->channel_table_offset == r->channel_table_offset && now->request_area_size == r->request_area_size
+           && now->response_area_size == r->response_area_size && now->ring_size == r->ring_size
+           && now->window_size == r->window_size && now->pool_offset == r->pool_offset
+           && now->pool_size == r->pool_size;
 }
 
 CUresult ivc_channel_follow_restart(void)
@@ -312,10 +311,11 @@ CUresult ivc_channel_follow_restart(void)
     pthread_mutex_lock(&state_lock);
     char why[2000];
     CUresult r = CUDA_SUCCESS;
-    if (!ivc_region_check(region.base, region.size, why, sizeof why)) {
+    static struct ivc_region restarted; /* under state_lock; too large for a thread's stack */
+    if (!ivc_region_check_layout(region.base, region.size, &restarted, why, sizeof why)) {
         ivc_log("region %s, after the server restarted: %s", region.path, why);
         r = CUDA_ERROR_NOT_INITIALIZED;
-    } else if (!same_layout(&region, region.base)) {
+    } else if (!same_layout(&region, &restarted)) {
         ivc_log("region %s: the server restarted with another channel or pool layout; restart the program",
                 region.path);
         r = CUDA_ERROR_NOT_INITIALIZED;
@@ -415,7 +415,3 @@ size_t ivc_inline_limit(void)
     return smaller - 64;
 }
 
-int ivc_ring_fits(size_t payload)
-{
-    return IVC_RECORD_HEADER + ((payload + 7) & ~(size_t)7) <= region.ring_size;
-}

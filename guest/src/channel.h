@@ -98,7 +98,5 @@ uint64_t ivc_pool_offset(const void *pointer);
 void *ivc_pool_pointer(uint64_t offset);
 /* The largest copy that travels inline in a request or response (§6). */
 size_t ivc_inline_limit(void);
-/* Whether a ring record carrying `payload` bytes fits in the ring at all. */
-int ivc_ring_fits(size_t payload);
 
 #endif

@@ -152,8 +152,9 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream stream
     if (async && ivc_staged_capture_copy(stream, 0, dst, (void *)(uintptr_t)src, n, &r))
         return r;
     if (n <= ivc_inline_limit()) {
-        /* pageable memory may be reused the moment we return: the bytes travel now */
-        if (async && ivc_ring_fits(n + 32))
+        /* pageable memory may be reused the moment we return: the bytes travel now (a record
+         * larger than the ring goes as a request: ivc_async) */
+        if (async)
             return ivc_memcpy_htod_inline_async(dst, stream, src, n);
         return ivc_memcpy_htod_inline(dst, stream, src, n);
     }

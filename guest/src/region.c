@@ -190,7 +190,7 @@ CUresult ivc_region_open(struct ivc_region *region)
     }
     /* a server starting, or replacing its CUDA process after a fatal fault: wait for READY (§7) */
     ivc_server_wait_ready(region->base, region->size);
-    if (!ivc_region_check(region->base, region->size, message, sizeof message)) {
+    if (!ivc_region_check_layout(region->base, region->size, region, message, sizeof message)) {
         ivc_log("region %s: %s", region->path, message);
         ivc_region_close(region);
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -199,15 +199,6 @@ CUresult ivc_region_open(struct ivc_region *region)
     region->epoch = ivc_read32(h + IVC_HDR_EPOCH);
     region->api_version = ivc_read32(h + IVC_HDR_API_VERSION);
     region->feature_bits = ivc_read64(h + IVC_HDR_FEATURE_BITS);
-    region->channel_count = ivc_read32(h + IVC_HDR_CHANNEL_COUNT);
-    region->channel_stride = ivc_read32(h + IVC_HDR_CHANNEL_STRIDE);
-    region->channel_table_offset = ivc_read64(h + IVC_HDR_CHANNEL_TABLE_OFFSET);
-    region->request_area_size = ivc_read32(h + IVC_HDR_REQUEST_AREA_SIZE);
-    region->response_area_size = ivc_read32(h + IVC_HDR_RESPONSE_AREA_SIZE);
-    region->ring_size = ivc_read32(h + IVC_HDR_RING_SIZE);
-    region->window_size = ivc_read32(h + IVC_HDR_WINDOW_SIZE);
-    region->pool_offset = ivc_read64(h + IVC_HDR_POOL_OFFSET);
-    region->pool_size = ivc_read64(h + IVC_HDR_POOL_SIZE);
     if ((region->feature_bits & IVC_FEATURE_DOORBELL) && file != NULL && file[0] != '\0')
         loopback_eventfds(region);
     uint32_t header_vectors = ivc_read32(h + IVC_HDR_DOORBELL_VECTORS);

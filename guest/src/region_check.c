@@ -22,6 +22,12 @@
 
 int ivc_region_check(const uint8_t *base, size_t mapped, char *message, size_t capacity)
 {
+    return ivc_region_check_layout(base, mapped, NULL, message, capacity);
+}
+
+int ivc_region_check_layout(const uint8_t *base, size_t mapped, struct ivc_region *layout, char *message,
+                            size_t capacity)
+{
     CHECK(mapped >= IVC_HEADER_SIZE, "region_size %zu bytes mapped, expected at least the %u-byte header",
           mapped, IVC_HEADER_SIZE);
     uint64_t magic = ivc_read64(base + IVC_HDR_MAGIC);
@@ -75,5 +81,16 @@ int ivc_region_check(const uint8_t *base, size_t mapped, char *message, size_t c
     CHECK(pool_offset <= region_size && pool_size <= region_size - pool_offset,
           "pool_size %" PRIu64 ", expected at most %" PRIu64 " (region_size - pool_offset)", pool_size,
           pool_offset <= region_size ? region_size - pool_offset : 0);
+    if (layout != NULL) {
+        layout->channel_count = count;
+        layout->channel_stride = stride;
+        layout->channel_table_offset = table;
+        layout->request_area_size = request;
+        layout->response_area_size = response;
+        layout->ring_size = ring; /* the server's limit.ring.bytes: never assumed */
+        layout->window_size = window;
+        layout->pool_offset = pool_offset;
+        layout->pool_size = pool_size;
+    }
     return 1;
 }

@@ -136,6 +136,24 @@ static void test_ring(void)
     CHECK(cuInit(0) == CUDA_SUCCESS);
     CHECK(fake.calls[IVC_OP_ivc_param_layout] == 1); /* the layout is cached per function */
     CHECK(fake.calls[IVC_OP_ivc_launch] == 3);
+    /* records larger than the 1024-byte ring (a server's limit.ring.bytes can be as small as the
+     * records it gets) go as requests of the same opcode, answered at once (protocol §6) */
+    static uint8_t wide[3000];
+    fill(wide, sizeof wide, 3);
+    size_t wide_size = sizeof wide;
+    void *wide_extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, wide, CU_LAUNCH_PARAM_BUFFER_SIZE, &wide_size,
+                          CU_LAUNCH_PARAM_END};
+    CHECK(cuLaunchKernel((CUfunction)FAKE_FUNCTION, 5, 1, 1, 1, 1, 1, 0, NULL, NULL, wide_extra) == CUDA_SUCCESS);
+    CHECK(fake.calls[IVC_OP_ivc_launch] == 4 && fake.last_launch_grid_x == 5);
+    CHECK(fake.last_launch_size == sizeof wide && memcmp(fake.last_launch, wide, sizeof wide) == 0);
+    CUdeviceptr d2 = 0;
+    CHECK(cuMemAlloc_v2(&d2, sizeof wide) == CUDA_SUCCESS);
+    int inline_async = fake.calls[IVC_OP_ivc_memcpy_htod_inline_async];
+    CHECK(cuMemcpyHtoDAsync_v2(d2, wide, sizeof wide, NULL) == CUDA_SUCCESS);
+    CHECK(fake.calls[IVC_OP_ivc_memcpy_htod_inline_async] == inline_async + 1);
+    static uint8_t wide_back[sizeof wide];
+    CHECK(cuMemcpyDtoH_v2(wide_back, d2, sizeof wide) == CUDA_SUCCESS);
+    CHECK(memcmp(wide, wide_back, sizeof wide) == 0);
 }
 
 static void test_pool(void)

@@ -39,7 +39,7 @@ prometheus_python=
 for p in python3 /usr/bin/python3; do
     if "$p" -c 'import prometheus_client.parser' 2>/dev/null; then prometheus_python=$p; break; fi
 done
-if [ -z "$prometheus_python" ] && [ "${CI:-}" != true ]; then
+if [ -z "$prometheus_python" ] && [ "${CI:-}" != true ] && [ "${IVCUDA_CI:-}" != 1 ]; then
     echo "skip metrics through a Prometheus parser: no python3-prometheus-client here (apt-get install python3-prometheus-client; CI installs it)"
 else
     java -jar cuda-server/target/cuda-server.jar --config "$work/run/$metrics_uuid.properties" >"$work/metrics.log" 2>&1 &

@@ -207,10 +207,39 @@ kill "$fault_pid" 2>/dev/null
 if wait "$fault_pid"; then pass "the recovered server stops cleanly"; else fail "the recovered server's stop: $(tail -3 "$work/fault-server.log")"; fi
 rm -f "$fault_region" "$fault_trigger"
 
+# limit.ring.bytes (docs/threat-model.md, "Limits"): a server with the smallest ring, 4 KiB, in the
+# header's ring_size; the library follows it. Small async records wrap it many times; an inline
+# async copy of 8 KiB is a record larger than the ring and goes as a request (protocol §6).
+ring_region=/dev/shm/ivcuda-xlang-ring-$$
+main_server_pid=$server_pid
+start_host_memory_server "$ring_region" "$work/ring-server.log" --set region.size=67108864 \
+    --set limit.ring.bytes=4096 --set domain.name=xlang-ring || { kill "$server_pid" 2>/dev/null; server_pid=$main_server_pid; exit 1; }
+ring_pid=$server_pid
+server_pid=$main_server_pid
+ring_size=$(od -An -tu4 -j88 -N4 "$ring_region" | tr -d ' ')
+if [ "$ring_size" = 4096 ]; then pass "limit.ring.bytes=4096 is the header's ring_size"; else fail "ring_size $ring_size, expected 4096"; fi
+for n in 1 1000 4096 8192 65472 1048576; do
+    expect_ok "4 KiB ring: copy $n bytes, 2 threads" env IVCUDA_REGION="$ring_region" "$work/xfer" copy $n 2
+done
+if out=$(IVCUDA_DEBUG=1 IVCUDA_REGION="$ring_region" timeout 60 "$work/xfer" copy 8192 1 2>&1) \
+    && grep -q "record is larger than the 4096-byte ring: sent as a request" <<<"$out"; then
+    pass "4 KiB ring: an 8 KiB async copy went as a request"
+else
+    fail "4 KiB ring: the 8 KiB async copy: $(echo "$out" | grep -v '^ivcuda\[' | tail -3)"
+fi
+expect_ok "4 KiB ring: host functions, stream queries, stream memory operations" env IVCUDA_REGION="$ring_region" "$work/streams"
+expect_ok "4 KiB ring: order between threads" env IVCUDA_REGION="$ring_region" "$work/ordering"
+if grep -q "poisoned" "$work/ring-server.log"; then fail "4 KiB ring: a channel was poisoned: $(grep -m1 poisoned "$work/ring-server.log")"; else
+    pass "4 KiB ring: no channel poisoned"; fi
+kill "$ring_pid" 2>/dev/null
+if wait "$ring_pid"; then pass "the 4 KiB-ring server stops cleanly"; else fail "the 4 KiB-ring server's stop: $(tail -3 "$work/ring-server.log")"; fi
+rm -f "$ring_region"
+
 if [ $failed -gt 0 ]; then
     echo "--- server log (tail)"; tail -40 "$work/server.log"
     echo "--- doorbell server log (tail)"; tail -20 "$work/doorbell.log"
     echo "--- fault-recovery server log (tail)"; tail -20 "$work/fault-server.log"
+    echo "--- 4 KiB-ring server log (tail)"; tail -20 "$work/ring-server.log"
 fi
 echo "xlang: $passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -96,20 +96,23 @@ final class DecoderEmitter {
                 """);
         for (boolean sync : new boolean[] {true, false}) {
             String method = sync ? "sync" : "async";
-            s.append("    /**\n     * Runs one ").append(sync ? "request-area (sync and internal)" : "ring (async)")
+            s.append("    /**\n     * Runs one ").append(sync ? "request-area (sync, internal, and an async record too large for the ring)"
+                            : "ring (async)")
                     .append(" payload of {@code len} bytes at {@code off}.\n");
             s.append("     * {@code responseRoom} is the response area's payload capacity.\n     */\n");
             s.append("    public static int ").append(method)
                     .append("(Handlers h, int opcode, DirectBuffer in, int off, int len, Reply r, int responseRoom) {\n");
             s.append("        r.begin(NO_OUTS);\n        return switch (opcode) {\n");
             for (Function f : wire) {
-                boolean fits = sync ? f.mode() != Mode.ASYNC : f.mode() == Mode.ASYNC;
+                // an async function may also come as a request: its record did not fit the channel's
+                // ring (limit.ring.bytes), and it is answered at once (docs/protocol.md §6)
+                boolean fits = sync || f.mode() == Mode.ASYNC;
                 s.append("            case Opcodes.").append(JavaNames.constantName(f.name())).append(" -> ");
                 if (fits) {
                     s.append("d_").append(f.name()).append("(h, in, off, len, r, responseRoom);\n");
                 } else {
                     s.append("r.fault(\"opcode (").append(f.mode().name().toLowerCase(Locale.ROOT))
-                            .append(" function sent ").append(sync ? "as a request" : "through the ring").append(")\");\n");
+                            .append(" function sent through the ring)\");\n");
                 }
             }
             s.append("            default -> {\n                r.fault = \"opcode\";\n");

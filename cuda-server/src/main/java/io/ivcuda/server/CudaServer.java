@@ -82,8 +82,8 @@ public final class CudaServer implements AutoCloseable {
     CudaServer(ServerConfig config, CudaBackend backend) {
         this.config = config;
         this.chosenBackend = backend;
-        int channels = config.channelCount() > 0 ? config.channelCount() : Layout.autoChannelCount(config.regionSize());
-        this.layout = Layout.compute(config.regionSize(), channels, config.channelWindow());
+        int channels = config.channelCount() > 0 ? config.channelCount() : Layout.autoChannelCount(config.regionSize(), config.ringBytes());
+        this.layout = Layout.compute(config.regionSize(), channels, config.channelWindow(), config.ringBytes());
     }
 
     public Layout layout() {

@@ -20,7 +20,7 @@ import java.util.List;
  */
 public record ServerConfig(Path regionPath, long regionSize, RegionKind regionKind, Mode mode, String doorbellSocket, int doorbellVectors,
                            int doorbellPeerUid, int doorbellParkTimeoutMs, String gpu,
-                           long memoryQuota, Backend backend, int channelCount, int channelWindow,
+                           long memoryQuota, Backend backend, int channelCount, int channelWindow, int ringBytes,
                            int ownerTimeoutMs, long waitSpinUs, long waitParkMaxUs, long waitIdleParkMs, Path pidfile,
                            String domainUuid, String domainName, Limits limits, IntegrityConfig integrity,
                            int computeShare, MpsFallback mpsUnavailable) {
@@ -54,10 +54,16 @@ public record ServerConfig(Path regionPath, long regionSize, RegionKind regionKi
             throw s.bad(ServerKeys.REGION_KIND, "is device, which serves in plain mode only (doorbell through a back-end "
                     + "domain is not done yet)");
         }
+        long ringBytes = s.get(ServerKeys.LIMIT_RING_BYTES);
+        if (Long.bitCount(ringBytes) != 1) {
+            // records are placed at tail & (ring_size - 1) on both sides (protocol §6)
+            throw s.bad(ServerKeys.LIMIT_RING_BYTES, "is not a power of two (4096, 8192, … 1048576)");
+        }
         return new ServerConfig(regionPath, s.get(ServerKeys.REGION_SIZE), kind, mode, socket,
                 s.getInt(ServerKeys.DOORBELL_VECTORS), s.getInt(ServerKeys.DOORBELL_PEER_UID),
                 s.getInt(ServerKeys.DOORBELL_PARK_TIMEOUT_MS), s.get(ServerKeys.GPU), s.get(ServerKeys.MEMORY_QUOTA),
                 s.get(ServerKeys.BACKEND), s.getInt(ServerKeys.CHANNEL_COUNT), s.getInt(ServerKeys.CHANNEL_WINDOW),
+                (int) ringBytes,
                 s.getInt(ServerKeys.OWNER_TIMEOUT_MS), s.get(ServerKeys.WAIT_SPIN_US), s.get(ServerKeys.WAIT_PARK_MAX_US),
                 s.get(ServerKeys.WAIT_IDLE_PARK_MS), s.get(ServerKeys.PIDFILE), s.get(ServerKeys.DOMAIN_UUID),
                 s.get(ServerKeys.DOMAIN_NAME), limits(s), integrity(s), s.getInt(ServerKeys.COMPUTE_SHARE),

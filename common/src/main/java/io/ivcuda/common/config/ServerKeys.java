@@ -55,6 +55,12 @@ public final class ServerKeys {
             "channels in the region: 32, or as many as fit in half of a small region (0 = auto)").range(0, 4096).shown("auto");
     public static final ConfigKey<Long> CHANNEL_WINDOW = ConfigKey.of("channel.window", KeyType.BYTES, 0L,
             "bytes of each channel's data window (0 = derived)").range(0, 16 << 20).shown("derived");
+    // the ring holds one channel's queued calls; 4 KiB still takes the largest record a guest
+    // queues that is not sent as a request instead (protocol §6), 1 MiB keeps channels small
+    public static final ConfigKey<Long> LIMIT_RING_BYTES = ConfigKey.of("limit.ring.bytes", KeyType.BYTES, 131_072L,
+            "bytes of each channel's ring of queued calls, a power of two (the header's `ring_size`: the guest follows "
+                    + "it); a call whose record is larger is sent as a request and answered at once; a thread whose ring is "
+                    + "full waits for the server to run what it queued (docs/threat-model.md, \"Limits\")").range(4096, 1 << 20);
     public static final ConfigKey<Long> OWNER_TIMEOUT_MS = ConfigKey.of("owner.timeout.ms", MS, 1200L,
             "a process whose heartbeat stood still this long while the VM's went on is reclaimed (protocol §7): with the "
                     + "server's check period (100 ms; doorbell mode 500 ms) its channels and memory come back within 2 s of its "

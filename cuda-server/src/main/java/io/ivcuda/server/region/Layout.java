@@ -16,7 +16,8 @@ public record Layout(long regionSize, int channelCount, int channelStride, long 
     public static final int DEFAULT_CHANNELS = 32;
     public static final int REQUEST_AREA_SIZE = 64 * 1024;
     public static final int RESPONSE_AREA_SIZE = 64 * 1024;
-    public static final int RING_SIZE = 128 * 1024;
+    /** The ring's size when {@code limit.ring.bytes} is not set. */
+    public static final int DEFAULT_RING_SIZE = (int) (long) ServerKeys.LIMIT_RING_BYTES.defaultValue();
     public static final int MIN_DERIVED_WINDOW = 256 * 1024;
     public static final int MAX_WINDOW = 16 * 1024 * 1024;
     public static final int MIN_WINDOW = 8 * 1024;
@@ -41,15 +42,25 @@ public record Layout(long regionSize, int channelCount, int channelStride, long 
         return channelTableOffset + (long) index * channelStride;
     }
 
-    /** The default channel count: 32, or as many as fit in half of a small region (at least 1). */
+    /** {@link #autoChannelCount(long, int)} with the default ring. */
     public static int autoChannelCount(long regionSize) {
-        long fit = (regionSize / 2 - PAGE) / strideFor(MIN_DERIVED_WINDOW);
+        return autoChannelCount(regionSize, DEFAULT_RING_SIZE);
+    }
+
+    /** The default channel count: 32, or as many as fit in half of a small region (at least 1). */
+    public static int autoChannelCount(long regionSize, int ringSize) {
+        long fit = (regionSize / 2 - PAGE) / strideFor(MIN_DERIVED_WINDOW, ringSize);
         return (int) Math.max(1, Math.min(DEFAULT_CHANNELS, fit));
     }
 
-    static int strideFor(int window) {
-        long bytes = (long) ChannelFlyweight.AREAS_OFFSET + REQUEST_AREA_SIZE + RESPONSE_AREA_SIZE + RING_SIZE + window;
+    static int strideFor(int window, int ringSize) {
+        long bytes = (long) ChannelFlyweight.AREAS_OFFSET + REQUEST_AREA_SIZE + RESPONSE_AREA_SIZE + ringSize + window;
         return (int) ((bytes + PAGE - 1) / PAGE * PAGE);
+    }
+
+    /** {@link #compute(long, int, int, int)} with the default ring. */
+    public static Layout compute(long regionSize, int channelCount, int window) {
+        return compute(regionSize, channelCount, window, DEFAULT_RING_SIZE);
     }
 
     /**
@@ -57,9 +68,16 @@ public record Layout(long regionSize, int channelCount, int channelStride, long 
      * [256 KiB, 16 MiB] with which the channels take at most a quarter of the region, or a smaller
      * one (≥ 8 KiB) when even 256 KiB windows do not fit.
      *
+     * {@code ringSize} is each channel's ring ({@code limit.ring.bytes}, checked when the
+     * configuration was loaded); it goes into the header's {@code ring_size}, which the guest follows.
+     *
      * @throws IllegalArgumentException naming the key whose value cannot work
      */
-    public static Layout compute(long regionSize, int channelCount, int window) {
+    public static Layout compute(long regionSize, int channelCount, int window, int ringSize) {
+        if (ringSize < PAGE || ringSize > 1 << 20 || Integer.bitCount(ringSize) != 1) {
+            throw new IllegalArgumentException(ServerKeys.LIMIT_RING_BYTES.name() + ": " + ringSize
+                    + " is not a power of two in 4 KiB..1 MiB");
+        }
         if (regionSize < 1L << 20 || Long.bitCount(regionSize) != 1) {
             throw new IllegalArgumentException(ServerKeys.REGION_SIZE.name() + ": " + regionSize + " is not a power of two ≥ 1 MiB");
         }
@@ -68,17 +86,17 @@ public record Layout(long regionSize, int channelCount, int channelStride, long 
         }
         int w = window;
         if (w == 0) {
-            long perChannel = regionSize / 4 / channelCount - strideFor(0);
+            long perChannel = regionSize / 4 / channelCount - strideFor(0, ringSize);
             w = perChannel <= 0 ? MIN_DERIVED_WINDOW
                     : (int) Math.max(MIN_DERIVED_WINDOW, Math.min(MAX_WINDOW, Long.highestOneBit(perChannel)));
-            if (PAGE + (long) channelCount * strideFor(w) > regionSize) {
-                long fit = (regionSize - PAGE) / channelCount - strideFor(0);
+            if (PAGE + (long) channelCount * strideFor(w, ringSize) > regionSize) {
+                long fit = (regionSize - PAGE) / channelCount - strideFor(0, ringSize);
                 w = fit < MIN_WINDOW ? MIN_WINDOW : (int) Long.highestOneBit(fit);
             }
         } else if (w < MIN_WINDOW || w > MAX_WINDOW || w % (2 * PAGE) != 0) {
             throw new IllegalArgumentException(ServerKeys.CHANNEL_WINDOW.name() + ": " + w + " is not a multiple of 8192 in 8 KiB..16 MiB");
         }
-        int stride = strideFor(w);
+        int stride = strideFor(w, ringSize);
         long poolOffset = PAGE + (long) channelCount * stride;
         if (poolOffset > regionSize) {
             throw new IllegalArgumentException(ServerKeys.CHANNEL_COUNT.name() + ": " + channelCount + " channels of " + stride
@@ -91,6 +109,6 @@ public record Layout(long regionSize, int channelCount, int channelStride, long 
             poolOffset = alignedPool;
         }
         return new Layout(regionSize, channelCount, stride, PAGE, REQUEST_AREA_SIZE, RESPONSE_AREA_SIZE,
-                RING_SIZE, w, poolOffset, regionSize - poolOffset);
+                ringSize, w, poolOffset, regionSize - poolOffset);
     }
 }
