@@ -28,6 +28,9 @@
 #                          --no-new-privs, host-tools' ivcuda-syscall-filter --require with the
 #                          unit's system-call allow-list, no core file, umask 027): whether the
 #                          real driver works inside that sandbox [0]
+#                          2: all of 1 inside gpu/unit-standin.sh, a stand-in for the systemd unit's
+#                          namespaces, mounts, device list, MemoryMax and empty capability bounding
+#                          set (util-linux, root; its lines "unit-standin: ..." in logs/server.log)
 #   LIBCUDA_LINK_DIR       a directory with a libcuda.so to link against [the toolkit's stubs]
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -59,6 +62,7 @@ SERVER_JAR=${SERVER_JAR:-$REPO_ROOT/cuda-server/target/cuda-server.jar}
 SERVER_EXTRA_ARGS=${SERVER_EXTRA_ARGS:-}
 PROGRAM_TIMEOUT_S=${PROGRAM_TIMEOUT_S:-120}
 SERVER_PID=
+STANDIN_CGROUP=
 GUEST_LIB_DIR=
 # Results of run_program, read by the scripts that source this file.
 # shellcheck disable=SC2034
@@ -314,15 +318,30 @@ start_server() {
     # the direct launcher's sandbox (libvirt-hook DirectLauncher, docs/threat-model.md), here without
     # setsid and another user: what it leaves the real driver is the point
     local sandbox=()
-    if [ "${SERVER_SANDBOX:-0}" = 1 ]; then
+    if [ "${SERVER_SANDBOX:-0}" = 1 ] || [ "${SERVER_SANDBOX:-0}" = 2 ]; then
         local filter=$BUILD_DIR/host-tools/ivcuda-syscall-filter
         if ! flock "$BUILD_DIR/host-tools.lock" sh -c '[ -x "$1" ] || make -s -C "$2/host-tools" BUILD="$3/host-tools" "$1"' \
             sh "$filter" "$REPO_ROOT" "$BUILD_DIR" >>"$OUT/logs/build-host-tools.log" 2>&1; then
-            log "server: SERVER_SANDBOX=1 but ivcuda-syscall-filter not built (logs/build-host-tools.log)"
+            log "server: SERVER_SANDBOX=$SERVER_SANDBOX but ivcuda-syscall-filter not built (logs/build-host-tools.log)"
             return 1
         fi
         sandbox=(setpriv --no-new-privs -- "$filter" --require -- sh -c 'ulimit -c 0 && umask 027 && exec "$@"' ivcuda-server)
         log "server: sandboxed as the direct launcher does: ${sandbox[*]}"
+    fi
+    if [ "${SERVER_SANDBOX:-0}" = 2 ]; then
+        # The unit's sandbox stood in (gpu/unit-standin.sh): the server writes only BUILD_DIR (doorbell
+        # socket, oracle scratch; the unit's ReadWritePaths=/run/ivcuda), its region's directory and
+        # an MPS pipe directory (ReadWritePaths=-/run/ivcuda-mps); it reads its JRE and jar, which a
+        # test tree keeps where PrivateTmp=/ProtectHome= would hide them. The script execs the rest:
+        # SERVER_PID stays the pid stop_server signals.
+        local java_home keep=(--rw "$BUILD_DIR")
+        [ "$(dirname "$REGION_PATH")" = /dev/shm ] || keep+=(--rw "$(dirname "$REGION_PATH")")
+        java_home=$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")
+        keep+=(--ro "$java_home" --ro "$(dirname "$(readlink -f "$SERVER_JAR")")")
+        [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && [ -d "$CUDA_MPS_PIPE_DIRECTORY" ] && keep+=(--rw "$CUDA_MPS_PIPE_DIRECTORY")
+        STANDIN_CGROUP=ivcuda-standin-$$-$RANDOM
+        sandbox=("$REPO_ROOT/gpu/unit-standin.sh" "${keep[@]}" --cgroup "$STANDIN_CGROUP" -- "${sandbox[@]}")
+        log "server: inside the unit's stand-in: ${sandbox[*]:0:$((${#keep[@]} + 4))} (its lines: logs/server.log)"
     fi
     # shellcheck disable=SC2086 # SERVER_EXTRA_ARGS is a list of --set options on purpose
     timeout -s TERM -k 10 "$max_s" "${sandbox[@]}" java -jar "$SERVER_JAR" --set "region.path=$REGION_PATH" \
@@ -339,6 +358,7 @@ start_server() {
         3) wait "$SERVER_PID"
            log "server: exited with status $? before READY; $(cat "$OUT/logs/region-wait.log")"
            SERVER_PID=
+           remove_standin_cgroup
            return 1 ;;
         *) log "server: not READY after 90 s (ivcuda-region-wait exit $rc); $(cat "$OUT/logs/region-wait.log")"
            return 1 ;;
@@ -353,6 +373,13 @@ server_for_run() {
 end_of_run() {
     if [ "$IVCUDA_MODE" = doorbell ]; then stop_server; fi
     return 0
+}
+
+# The cgroup SERVER_SANDBOX=2 made for MemoryMax, once its server is gone.
+remove_standin_cgroup() {
+    [ -n "$STANDIN_CGROUP" ] || return 0
+    "$REPO_ROOT/gpu/unit-standin.sh" --remove-cgroup "$STANDIN_CGROUP"
+    STANDIN_CGROUP=
 }
 
 stop_server() {
@@ -375,6 +402,7 @@ stop_server() {
     wait "$pid" 2>/dev/null
     status=$?
     log "server: stopped, exit status $status"
+    remove_standin_cgroup
     rm -f "$REGION_PATH"
     # A chatty server log must not push the results over what a device run brings back.
     local server_log=$OUT/logs/server.log

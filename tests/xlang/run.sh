@@ -235,11 +235,50 @@ kill "$ring_pid" 2>/dev/null
 if wait "$ring_pid"; then pass "the 4 KiB-ring server stops cleanly"; else fail "the 4 KiB-ring server's stop: $(tail -3 "$work/ring-server.log")"; fi
 rm -f "$ring_region"
 
+# The server inside gpu/unit-standin.sh, SERVER_SANDBOX=2's stand-in for the systemd unit's namespaces,
+# mounts, device list and empty capability bounding set (docs/threat-model.md, "The server process";
+# root only, as systemd is): the stand-in's own check of its sandbox, then a server in it serves a
+# program over a region in /dev/shm, is the process that was started (the stand-in execs it) and
+# stops with status 0 on SIGTERM.
+if [ "$(id -u)" = 0 ]; then
+    if out=$(gpu/unit-standin.sh --check 2>&1); then
+        pass "unit stand-in: $(grep -c '^ok' <<<"$out") checks of its sandbox"
+    else
+        fail "unit stand-in --check: $(grep -E '^FAIL|FAILED' <<<"$out" | head -3)"
+    fi
+    standin_region=/dev/shm/ivcuda-xlang-standin-$$
+    standin_cgroup=ivcuda-xlang-standin-$$
+    gpu/unit-standin.sh --rw "$work" --ro "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" \
+        --ro "$root/cuda-server/target" --cgroup "$standin_cgroup" -- \
+        java -jar "$root/cuda-server/target/cuda-server.jar" --set region.path="$standin_region" \
+        --set backend=host-memory --set region.size=67108864 --set domain.name=xlang-standin >"$work/standin.log" 2>&1 &
+    standin_pid=$!
+    if "$region_wait" --pid "$standin_pid" "$standin_region" 60 >/dev/null; then
+        expect_ok "a server inside the unit stand-in serves a program" env IVCUDA_REGION="$standin_region" "$work/xfer" copy 1048577 2
+        if [ "$(readlink "/proc/$standin_pid/exe")" = "$(readlink -f "$(command -v java)")" ] &&
+            grep -q '^unit-standin: CapabilityBoundingSet=, AmbientCapabilities=: applied' "$work/standin.log"; then
+            pass "the stand-in's pid is the server's (it execs it, capabilities dropped)"
+        else
+            fail "the stand-in's pid $standin_pid runs $(readlink "/proc/$standin_pid/exe"); $(grep -m3 'unit-standin' "$work/standin.log")"
+        fi
+    else
+        fail "server inside the unit stand-in not READY: $(tail -5 "$work/standin.log")"
+    fi
+    kill "$standin_pid" 2>/dev/null
+    if wait "$standin_pid"; then pass "the server inside the unit stand-in stops with status 0 on SIGTERM"; else
+        fail "the server inside the unit stand-in on SIGTERM: $(tail -3 "$work/standin.log")"; fi
+    gpu/unit-standin.sh --remove-cgroup "$standin_cgroup"
+    rm -f "$standin_region"
+else
+    echo "skip the unit stand-in (gpu/unit-standin.sh): needs root"
+fi
+
 if [ $failed -gt 0 ]; then
     echo "--- server log (tail)"; tail -40 "$work/server.log"
     echo "--- doorbell server log (tail)"; tail -20 "$work/doorbell.log"
     echo "--- fault-recovery server log (tail)"; tail -20 "$work/fault-server.log"
     echo "--- 4 KiB-ring server log (tail)"; tail -20 "$work/ring-server.log"
+    echo "--- unit stand-in server log (tail)"; tail -20 "$work/standin.log" 2>/dev/null
 fi
 echo "xlang: $passed passed, $failed failed"
 [ $failed -eq 0 ]

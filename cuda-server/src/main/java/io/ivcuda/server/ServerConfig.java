@@ -86,6 +86,6 @@ public record ServerConfig(Path regionPath, long regionSize, RegionKind regionKi
                 s.get(ServerKeys.LOG_REFUSALS_WINDOW_MS), s.getInt(ServerKeys.LIMIT_RECOVERIES),
                 s.get(ServerKeys.LIMIT_RECOVERIES_WINDOW_MS), s.getInt(ServerKeys.LIMIT_DEVICE_OUTPUT_BYTES),
                 s.getInt(ServerKeys.LIMIT_JIT_LOG_BYTES), s.get(ServerKeys.LIMIT_JIT_LOG_BYTES_PROCESS),
-                s.get(ServerKeys.LIMIT_JIT_LOG_BYTES_VM));
+                s.get(ServerKeys.LIMIT_JIT_LOG_BYTES_VM), s.getInt(ServerKeys.LIMIT_HOST_FUNCTIONS_PROCESS));
     }
 }

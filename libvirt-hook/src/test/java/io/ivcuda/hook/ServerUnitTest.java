@@ -16,8 +16,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * templates/ivcuda-server@.service as systemd reads it: {@code systemd-analyze verify} finds nothing
- * wrong, and {@code systemd-analyze security --offline=true} rates its exposure at most 2.0 (measured
- * 1.9 with systemd 252; docs/threat-model.md). Needs systemd-analyze 250 or later, not a running systemd.
+ * wrong, and {@code systemd-analyze security --offline=true} rates its exposure at most 2.1 (measured
+ * 2.1 with systemd 252 since ProtectProc went back to its default, 0.2 of it: the doorbell peer check
+ * reads QEMU's cmdline, another user's process; docs/threat-model.md). Needs systemd-analyze 250 or later, not a running systemd.
  */
 class ServerUnitTest {
     @TempDir
@@ -76,15 +77,15 @@ class ServerUnitTest {
     }
 
     @Test
-    void theUnitsExposureIsAtMostTwo() throws Exception {
+    void theUnitsExposureIsAtMostTwoPointOne() throws Exception {
         assumeAnalyzer("the server unit's exposure");
         Path unit = instance();
-        List<String> command = new ArrayList<>(List.of("systemd-analyze", "security", "--offline=true", "--threshold=20", unit.toString()));
+        List<String> command = new ArrayList<>(List.of("systemd-analyze", "security", "--offline=true", "--threshold=21", unit.toString()));
         Run security = run(command);
         Assumptions.assumeFalse(security.output.contains("unrecognized option"),
                 "systemd-analyze before 250 has no --offline: the server unit's exposure is not checked");
         assertTrue(security.output.contains("Overall exposure level"), security.output);
-        assertEquals(0, security.status, "exposure above 2.0:\n" + security.output);
+        assertEquals(0, security.status, "exposure above 2.1:\n" + security.output);
     }
 
     /** templates/ivcuda-mps.service (the MPS control daemon the hook starts on demand) is a valid unit too. */

@@ -71,6 +71,13 @@ public final class ServerKeys {
             "handles the VM's processes may hold together").range(1, 1 << 24);
     public static final ConfigKey<Long> LIMIT_ALLOCATIONS_PROCESS = ConfigKey.of("limit.allocations.process", KeyType.NUMBER,
             65_536L, "device allocations one guest process may hold").range(1, 1 << 24);
+    // a target is a few hundred bytes of heap (HostCalls, HostCallbacks); a graph's host nodes and
+    // staged copies keep theirs until the process goes, so the default leaves room for many captures
+    public static final ConfigKey<Long> LIMIT_HOST_FUNCTIONS_PROCESS = ConfigKey.of("limit.host.functions.process",
+            KeyType.NUMBER, 65_536L, "host functions one guest process may have waiting on the server at once: queued on "
+                    + "streams and not yet run (a stream the driver holds back keeps them), host nodes of its graphs, its "
+                    + "staged copies' completions; checked before the driver call, beyond it CUDA_ERROR_OUT_OF_MEMORY")
+            .range(1, 1 << 20);
     public static final ConfigKey<Long> LIMIT_PROCESSES = ConfigKey.of("limit.processes", KeyType.NUMBER, 4096L,
             "guest processes the server keeps state for at once").range(1, 1 << 20);
     public static final ConfigKey<Long> LIMIT_MODULE_IMAGE_BYTES = ConfigKey.of("limit.module.image.bytes", KeyType.BYTES,

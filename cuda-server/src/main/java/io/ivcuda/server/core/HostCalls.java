@@ -24,13 +24,17 @@ import org.apache.logging.log4j.Logger;
  * after 2 s when the process has no host-function thread asking (the driver's callback thread,
  * shared by the VM's processes, goes on, one log line), every delivery
  * and target of a process is released at its reclaim, and a process holds at most {@link
- * #maxTargets} targets (host functions queued on streams and host nodes alive together).
+ * #maxTargets} targets ({@code limit.host.functions.process}: host functions queued on streams and
+ * not yet run, host nodes and staged copies' completions alive together), checked before the
+ * driver gets the function: a stream the driver holds back (a wait on a value nobody writes)
+ * cannot grow the server's state past it.
  */
 public final class HostCalls {
     private static final Logger LOG = LogManager.getLogger(HostCalls.class);
 
-    /** Host functions a process may have queued or in its graphs at once. */
-    public static final int DEFAULT_MAX_TARGETS = 4096;
+    /** Host functions a process may have queued or in its graphs at once, unless configured. */
+    public static final int DEFAULT_MAX_TARGETS = (int) (long) io.ivcuda.common.config.ServerKeys.LIMIT_HOST_FUNCTIONS_PROCESS
+            .defaultValue();
     /** How long the driver's thread waits for a guest to run its function. */
     public static final long DEFAULT_TIMEOUT_NS = TimeUnit.SECONDS.toNanos(10);
     /** The longest one {@link #next} waits (the guest asks again). */
@@ -93,6 +97,17 @@ public final class HostCalls {
 
     public long timeoutNs() {
         return timeoutNs;
+    }
+
+    /** The targets one process may hold ({@code limit.host.functions.process}). */
+    public int maxTargets() {
+        return maxTargets;
+    }
+
+    /** Why {@link #add} answered null, for the refusal's log line. */
+    public String refusal() {
+        return "the process holds " + io.ivcuda.common.config.ServerKeys.LIMIT_HOST_FUNCTIONS_PROCESS.name() + " "
+                + maxTargets + " host functions (queued and not yet run, graph host nodes, staged copies), or is going";
     }
 
     private Inbox inbox(long token) {

@@ -30,11 +30,14 @@ import io.ivcuda.common.config.ServerKeys;
  * @param jitLogBytesPerProcess JIT log bytes one process's live link states hold together
  *                           ({@code limit.jit.log.bytes.process}); checked before cuLinkCreate
  * @param jitLogBytesPerVm   the same for the VM's processes together ({@code limit.jit.log.bytes.vm})
+ * @param hostFunctionsPerProcess host functions one process may have waiting on the server at once
+ *                           ({@code limit.host.functions.process}): queued on streams and not yet run,
+ *                           graph host nodes, staged copies' completions ({@link HostCalls} targets)
  */
 public record Limits(int handlesPerProcess, int handlesPerVm, int allocationsPerProcess, int processes,
                      long imageBytes, int refusalLinesPerKind, long refusalWindowMs, int recoveries,
                      long recoveriesWindowMs, int deviceOutputBytes, int jitLogBytes,
-                     long jitLogBytesPerProcess, long jitLogBytesPerVm) {
+                     long jitLogBytesPerProcess, long jitLogBytesPerVm, int hostFunctionsPerProcess) {
 
     /** The defaults: those of the keys' declarations (common's ServerKeys). */
     public static final Limits DEFAULT = new Limits(intDefault(ServerKeys.LIMIT_HANDLES_PROCESS),
@@ -43,7 +46,8 @@ public record Limits(int handlesPerProcess, int handlesPerVm, int allocationsPer
             intDefault(ServerKeys.LOG_REFUSALS_PER_KIND), ServerKeys.LOG_REFUSALS_WINDOW_MS.defaultValue(),
             intDefault(ServerKeys.LIMIT_RECOVERIES), ServerKeys.LIMIT_RECOVERIES_WINDOW_MS.defaultValue(),
             intDefault(ServerKeys.LIMIT_DEVICE_OUTPUT_BYTES), intDefault(ServerKeys.LIMIT_JIT_LOG_BYTES),
-            ServerKeys.LIMIT_JIT_LOG_BYTES_PROCESS.defaultValue(), ServerKeys.LIMIT_JIT_LOG_BYTES_VM.defaultValue());
+            ServerKeys.LIMIT_JIT_LOG_BYTES_PROCESS.defaultValue(), ServerKeys.LIMIT_JIT_LOG_BYTES_VM.defaultValue(),
+            intDefault(ServerKeys.LIMIT_HOST_FUNCTIONS_PROCESS));
 
     private static int intDefault(ConfigKey<Long> key) {
         return Math.toIntExact(key.defaultValue());

@@ -78,7 +78,7 @@ public final class Vm {
         this.handles = new HandleTable(limits.handlesPerProcess(), limits.handlesPerVm());
         this.refusals = new RefusalLog(limits);
         this.pool = new PoolAllocator(layout.poolSize());
-        this.hostCalls = new HostCalls(refusals);
+        this.hostCalls = new HostCalls(refusals, limits.hostFunctionsPerProcess(), HostCalls.DEFAULT_TIMEOUT_NS);
         this.graphs = new GraphState(handles, backend, inContext);
         this.arrays = new ArrayObjects(handles, backend, inContext);
         this.reclaimed = new ReclaimedTokens(limits.processes());

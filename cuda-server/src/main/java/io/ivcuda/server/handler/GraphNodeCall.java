@@ -94,8 +94,7 @@ final class GraphNodeCall {
         }
         HostCalls.Target t = session.vm.hostCalls().add(session.token(), HostCalls.KIND_HOST_FN, fn, userData, 0, false);
         if (t == null) {
-            session.refuse("fn", "the process holds " + HostCalls.DEFAULT_MAX_TARGETS + " host functions",
-                    CuResult.OUT_OF_MEMORY);
+            session.refuse("fn", session.vm.hostCalls().refusal(), CuResult.OUT_OF_MEMORY);
         }
         return t;
     }

@@ -35,8 +35,8 @@ final class HostFnHandler implements HostfnCalls {
                 && session.out.value != 0;
         HostCalls.Target t = calls.add(session.token(), kind, fn, userData, guestStream, !captured);
         if (t == null) {
-            return session.refuse("fn", "the process holds " + HostCalls.DEFAULT_MAX_TARGETS + " host functions",
-                    CuResult.OUT_OF_MEMORY);
+            // before the driver gets it: a stream it holds back would keep every one (threat-model, Limits)
+            return session.refuse("fn", calls.refusal(), CuResult.OUT_OF_MEMORY);
         }
         int result = kind == HostCalls.KIND_HOST_FN ? session.cuda.launchHostFunc(stream, t.key())
                 : session.cuda.streamAddCallback(stream, t.key(), 0);
