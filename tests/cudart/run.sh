@@ -9,7 +9,9 @@
 # by the real driver over its version and device: the host-memory backend has neither, the guest
 # library says so, and cudart stops there (cudaErrorNotSupported). So on this backend every
 # program must stop at its first runtime call with that error and that one explanation, and
-# nothing else unanswered on the way. On a GPU machine the same programs run to PASSED,
+# nothing else unanswered on the way. NVIDIA's user-space driver alone (Debian's libcuda1 535)
+# cannot answer it either without its kernel module: measured in docs/export-tables.md, "Why CI
+# stops at the integrity check". On a GPU machine the same programs run to PASSED,
 # natively and through ivcuda: gpu/cudart.sh.
 #
 # Toolkits: CUDA 13 (`nvcc` on PATH or /usr/local/cuda/bin), CUDA 11.8 (Debian's, unpacked by
