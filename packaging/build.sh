@@ -155,6 +155,8 @@ stage_backend() {
     grep -q 'share/ivcuda-backend' "$dest/usr/libexec/ivcuda-backend/ivcuda-server" || { echo "server launcher not adapted" >&2; exit 1; }
     chmod 0755 "$dest/usr/libexec/ivcuda-backend/ivcuda-server"
     install -m 0755 "$repo/host-tools/target/ivcuda-integrity-oracle" "$dest/usr/libexec/ivcuda-backend/ivcuda-integrity-oracle"
+    # a doorbell front-end's slot: the agent starts it per slot device (irqd.command) for the server's interrupts
+    install -m 0755 "$repo/guest/target/ivcuda-guest-irqd" "$dest/usr/libexec/ivcuda-backend/ivcuda-guest-irqd"
     install -m 0644 "$repo/templates/backend.properties" "$repo/templates/backend-server.properties" "$dest/etc/ivcuda/"
     install -m 0644 "$repo/templates/ivcuda-backend-agent.service" "$dest/$unit_dir/"
     install -m 0755 "$repo/packaging/files/ivcuda-backend-agent.init" "$dest/etc/init.d/ivcuda-backend-agent"

@@ -6,6 +6,7 @@
 # guest needs no builder of its own: vm/build-guest.sh with vm/frontend-probe.c.
 #
 # usage: vm/build-backend-guest.sh [--agent-args ARGS] [--java-opts OPTS] [--before FILE]
+#                                  [--modules NAMES]... [--files SRC=DEST]...
 #                                  OUTDIR GUEST_LIB_DIR SERVER_JAR AGENT_JAR
 #   SERVER_JAR, AGENT_JAR  cuda-server/target/cuda-server.jar and the agent's jar; each with the
 #                          lib/ beside it (what Maven's dependency plugin copies there)
@@ -14,6 +15,8 @@
 #   --java-opts OPTS       the JVM options of the agent and of the servers it starts (through
 #                          JAVA_TOOL_OPTIONS, which every JVM of the guest reads)
 #   --before FILE          a script sourced before the agent starts (tests: extra variables)
+#   --modules, --files     passed to vm/build-guest.sh (doorbell slots: vfio's modules and
+#                          ivcuda-guest-irqd, vm/backend-doorbell.sh)
 # Writes OUTDIR/vmlinuz and OUTDIR/initramfs.cpio.gz; keeps OUTDIR/jre (the jlink'd runtime) and
 # reuses it while the module list and this host's JDK are the same (jlink takes about a minute
 # on a loaded 2-core machine).
@@ -28,7 +31,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 usage() {
-    echo "usage: $0 [--agent-args ARGS] [--java-opts OPTS] [--before FILE] OUTDIR GUEST_LIB_DIR SERVER_JAR AGENT_JAR" >&2
+    echo "usage: $0 [--agent-args ARGS] [--java-opts OPTS] [--before FILE] [--modules NAMES]... [--files SRC=DEST]... OUTDIR GUEST_LIB_DIR SERVER_JAR AGENT_JAR" >&2
     exit 2
 }
 # Small heaps, C1 only and the serial collector: a JVM under TCG starts in tens of seconds with
@@ -37,11 +40,13 @@ java_opts="-Xmx128m -Xss512k -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CIComp
 DEFAULT_AGENT_ARGS="--set backend=host-memory"
 agent_args=$DEFAULT_AGENT_ARGS
 extra_before=
+guest_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --agent-args) [ $# -ge 2 ] || usage; agent_args=$2; shift 2 ;;
         --java-opts) [ $# -ge 2 ] || usage; java_opts=$2; shift 2 ;;
         --before) [ $# -ge 2 ] && [ -f "$2" ] || usage; extra_before=$2; shift 2 ;;
+        --modules | --files) [ $# -ge 2 ] || usage; guest_args+=("$1" "$2"); shift 2 ;;
         -*) usage ;;
         *) break ;;
     esac
@@ -101,7 +106,7 @@ cp "$(dirname "$server_jar")"/lib/*.jar "$work/backend/lib/"
 cp "$(dirname "$agent_jar")"/lib/*.jar "$work/backend/lib/" # the same names are the same versions (one build)
 cp "$server_jar" "$work/backend/cuda-server.jar"
 [ "$agent_jar" -ef "$server_jar" ] || cp "$agent_jar" "$work/backend/$agent_name"
-"$here/build-guest.sh" \
+"$here/build-guest.sh" "${guest_args[@]}" \
     --files "$out/jre=/opt/ivcuda/jre" \
     --files "$work/backend=/opt/ivcuda/backend" \
     --files "$work/backend.env=/etc/ivcuda-backend.env" \

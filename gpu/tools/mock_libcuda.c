@@ -273,7 +273,9 @@ static const char *const kernel_names[] = { "vector_add", "matmul", "scale_add",
                                             /* gpu/kernels/device_printf.cu */
                                             "dp_print",
                                             /* gpu/programs/jit_logs.c's own PTX */
-                                            "jit_logs_fill" };
+                                            "jit_logs_fill",
+                                            /* gpu/kernels/tensor_map.cu */
+                                            "tma_load_tile" };
 CUresult cuModuleLoadData(CUmodule *m, const void *image) { NEED_CTX(); if (!image) return CUDA_ERROR_INVALID_VALUE; *m = (CUmodule)&module_object; return CUDA_SUCCESS; }
 CUresult cuModuleLoadFatBinary(CUmodule *m, const void *image)
 {
@@ -315,6 +317,7 @@ CUresult cuOccupancyMaxPotentialBlockSize(int *grid, int *block, CUfunction f, C
 }
 
 static int kernel_path_launch(const char *name, unsigned gx, unsigned bx, void **params);
+static int tma_load_tile(const void *map, float *out, int x, int y);
 
 /* Parameter i of the launch: from kernelParams, or at `offset` in the extra buffer. */
 static void *param(void **kernel_params, void **extra, int i, size_t offset)
@@ -381,6 +384,10 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
         /* the CPU prints at once (the GPU at the next synchronisation): only the program's logic is checked */
         int launch = P(int, 0, 0), lines = P(int, 1, 4);
         for (int i = 0; i < lines; i++) printf("device: launch %d line %d of %d\n", launch, i, lines);
+    } else if (strcmp(name, "tma_load_tile") == 0) {
+        if (kernelParams == NULL || !tma_load_tile(kernelParams[0], (float *)(uintptr_t)*(CUdeviceptr *)kernelParams[1],
+                                                   *(int *)kernelParams[2], *(int *)kernelParams[3]))
+            return CUDA_ERROR_ILLEGAL_ADDRESS;
     } else if (strcmp(name, "empty_kernel") != 0 && !kernel_path_launch(name, gx, bx, kernelParams)) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
@@ -555,3 +562,111 @@ CUresult cuLinkAddFile(CUlinkState s, CUjitInputType t, const char *path, unsign
 }
 CUresult cuLinkComplete(CUlinkState s, void **cubin, size_t *size) { (void)s; *cubin = (void *)linked_image; *size = sizeof linked_image; return CUDA_SUCCESS; }
 CUresult cuLinkDestroy(CUlinkState s) { (void)s; return CUDA_SUCCESS; }
+
+/* ---- virtual memory: a reservation is host memory of its own, mapped or not (vmm_pools, tensor_map) ---- */
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags)
+{
+    (void)alignment; (void)addr; (void)flags; /* the hint is never honoured here */
+    NEED_CTX();
+    void *p = aligned_alloc(2u << 20, (size + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1));
+    *ptr = (CUdeviceptr)(uintptr_t)p;
+    return track(p, size, 0, 0);
+}
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) { (void)size; return untrack((uintptr_t)ptr); }
+CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    (void)prop; (void)flags;
+    *h = size;
+    return CUDA_SUCCESS;
+}
+CUresult cuMemRelease(CUmemGenericAllocationHandle h) { (void)h; return CUDA_SUCCESS; }
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h, unsigned long long flags)
+{
+    (void)offset; (void)h; (void)flags;
+    return find_allocation((uintptr_t)ptr) && find_allocation((uintptr_t)ptr + size - 1) ? CUDA_SUCCESS
+                                                                                         : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) { (void)ptr; (void)size; return CUDA_SUCCESS; }
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+    (void)ptr; (void)size; (void)desc; (void)count;
+    return CUDA_SUCCESS;
+}
+
+/* ---- tensor maps: the mock's own encoding (qword 0 the address, 1 the rank and type, 2-6 the dims,
+ * 7-10 the strides, 11-15 the box), checked as cuda.h documents the driver's rules ---- */
+static CUresult encode(CUtensorMap *m, CUtensorMapDataType type, cuuint32_t rank, cuuint32_t min_rank, void *address,
+                       const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                       const cuuint32_t *elements, CUtensorMapFloatOOBfill fill)
+{
+    if (m == NULL || (uintptr_t)m % 64 || rank < min_rank || rank > 5 || (uintptr_t)address % 16 || type > 15 ||
+        dims == NULL || elements == NULL || (rank > 1 && strides == NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (fill != CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE && type != CU_TENSOR_MAP_DATA_TYPE_FLOAT16 &&
+        type != CU_TENSOR_MAP_DATA_TYPE_FLOAT32 && type != CU_TENSOR_MAP_DATA_TYPE_FLOAT64 &&
+        type != CU_TENSOR_MAP_DATA_TYPE_BFLOAT16)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(m, 0, sizeof *m);
+    m->opaque[0] = (uintptr_t)address;
+    m->opaque[1] = rank | (uint64_t)type << 8;
+    for (cuuint32_t i = 0; i < rank; i++) {
+        if (dims[i] == 0 || dims[i] > (1ULL << 32) || (box && (box[i] == 0 || box[i] > 256)) || elements[i] == 0 ||
+            elements[i] > 8)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (i > 0 && (strides[i - 1] % 16 || strides[i - 1] >= (1ULL << 40))) return CUDA_ERROR_INVALID_VALUE;
+        m->opaque[2 + i] = dims[i];
+        if (i > 0) m->opaque[6 + i] = strides[i - 1];
+        m->opaque[11 + i] = box ? box[i] : 0;
+    }
+    return CUDA_SUCCESS;
+}
+CUresult cuTensorMapEncodeTiled(CUtensorMap *m, CUtensorMapDataType type, cuuint32_t rank, void *address,
+                                const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                                const cuuint32_t *elements, CUtensorMapInterleave interleave,
+                                CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill)
+{
+    (void)interleave; (void)swizzle; (void)l2;
+    if (box == NULL) return CUDA_ERROR_INVALID_VALUE;
+    return encode(m, type, rank, 1, address, dims, strides, box, elements, fill);
+}
+CUresult cuTensorMapEncodeIm2col(CUtensorMap *m, CUtensorMapDataType type, cuuint32_t rank, void *address,
+                                 const cuuint64_t *dims, const cuuint64_t *strides, const int *lower, const int *upper,
+                                 cuuint32_t channels, cuuint32_t pixels, const cuuint32_t *elements,
+                                 CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                                 CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill)
+{
+    (void)channels; (void)pixels; (void)interleave; (void)swizzle; (void)l2;
+    if (lower == NULL || upper == NULL) return CUDA_ERROR_INVALID_VALUE;
+    return encode(m, type, rank, 3, address, dims, strides, NULL, elements, fill);
+}
+CUresult cuTensorMapEncodeIm2colWide(CUtensorMap *m, CUtensorMapDataType type, cuuint32_t rank, void *address,
+                                     const cuuint64_t *dims, const cuuint64_t *strides, int lower, int upper,
+                                     cuuint32_t channels, cuuint32_t pixels, const cuuint32_t *elements,
+                                     CUtensorMapInterleave interleave, CUtensorMapIm2ColWideMode mode,
+                                     CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                                     CUtensorMapFloatOOBfill fill)
+{
+    (void)lower; (void)upper; (void)channels; (void)pixels; (void)interleave; (void)mode; (void)swizzle; (void)l2;
+    return encode(m, type, rank, 3, address, dims, strides, NULL, elements, fill);
+}
+CUresult cuTensorMapReplaceAddress(CUtensorMap *m, void *address)
+{
+    if (m == NULL || (uintptr_t)m % 64 || (uintptr_t)address % 16) return CUDA_ERROR_INVALID_VALUE;
+    m->opaque[0] = (uintptr_t)address;
+    return CUDA_SUCCESS;
+}
+
+/* gpu/kernels/tensor_map.cu: the 2D float box at (x, y) of the mock's map, zeros outside the tensor */
+static int tma_load_tile(const void *map, float *out, int x, int y)
+{
+    const CUtensorMap *m = map;
+    if ((m->opaque[1] & 0xff) != 2) return 0;
+    const char *base = (const char *)(uintptr_t)m->opaque[0];
+    uint64_t w = m->opaque[2], h = m->opaque[3], pitch = m->opaque[7], bw = m->opaque[11], bh = m->opaque[12];
+    for (uint64_t r = 0; r < bh; r++)
+        for (uint64_t c = 0; c < bw; c++) {
+            uint64_t gx = (uint64_t)x + c, gy = (uint64_t)y + r;
+            out[r * bw + c] = gx < w && gy < h ? *(const float *)(base + gy * pitch + gx * 4) : 0.0f;
+        }
+    return 1;
+}

@@ -331,6 +331,13 @@ typedef int CUtensorMapSwizzle;
 typedef int CUtensorMapL2promotion;
 typedef int CUtensorMapFloatOOBfill;
 typedef int CUtensorMapIm2ColWideMode;
+/* the encoders' arrays on the wire (api/memory-objects.api): tensorRank entries, zeros after them */
+typedef struct ivc_tensor_dims { cuuint64_t v[5]; } ivc_tensor_dims;       /* globalDim */
+typedef struct ivc_tensor_strides { cuuint64_t v[4]; } ivc_tensor_strides; /* globalStrides */
+typedef struct ivc_tensor_box { cuuint32_t v[5]; } ivc_tensor_box;         /* boxDim, elementStrides */
+typedef struct ivc_tensor_corner { int v[3]; } ivc_tensor_corner;          /* im2col pixel box corners */
+/* a map sent back to the server (cuTensorMapReplaceAddress): CUtensorMap's bytes without its alignment */
+typedef struct ivc_tensor_map_bytes { cuuint64_t v[CU_TENSOR_MAP_NUM_QWORDS]; } ivc_tensor_map_bytes;
 
 /* ---- virtual memory management and pools ---- */
 
@@ -597,6 +604,7 @@ IVC_STATIC_ASSERT(sizeof(CUDA_RESOURCE_DESC) == 144, "CUDA_RESOURCE_DESC");
 IVC_STATIC_ASSERT(sizeof(CUDA_TEXTURE_DESC) == 104, "CUDA_TEXTURE_DESC");
 IVC_STATIC_ASSERT(sizeof(CUDA_RESOURCE_VIEW_DESC) == 112, "CUDA_RESOURCE_VIEW_DESC");
 IVC_STATIC_ASSERT(sizeof(CUtensorMap) == 128, "CUtensorMap");
+IVC_STATIC_ASSERT(sizeof(ivc_tensor_map_bytes) == sizeof(CUtensorMap), "ivc_tensor_map_bytes");
 IVC_STATIC_ASSERT(sizeof(CUmemcpyAttributes) == 24, "CUmemcpyAttributes");
 IVC_STATIC_ASSERT(sizeof(CUmemcpy3DOperand) == 40, "CUmemcpy3DOperand");
 IVC_STATIC_ASSERT(sizeof(CUDA_MEMCPY3D_BATCH_OP) == 112, "CUDA_MEMCPY3D_BATCH_OP");

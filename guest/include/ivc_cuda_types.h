@@ -18,6 +18,7 @@ typedef int CUfunc_cache;
 typedef int CUlimit;
 typedef int CUpointer_attribute;
 typedef int CUjit_option;
+typedef uint32_t cuuint32_t;
 typedef uint64_t cuuint64_t;
 
 typedef struct CUctx_st *CUcontext;

@@ -18,6 +18,7 @@ gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/xfer" tests/xl
 gcc -std=c11 -O2 -Wall -Werror -Iguest/target/generated -Iguest/include -o "$work/hostile" tests/xlang/hostile.c || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/strided" tests/xlang/strided.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/arrays" tests/xlang/arrays.c -Lguest/target -lcuda || exit 1
+gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/tensor_maps" tests/xlang/tensor_maps.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/streams" tests/xlang/streams.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/vmm" tests/xlang/vmm.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/ordering" tests/xlang/ordering.c -Lguest/target -lcuda || exit 1
@@ -51,6 +52,8 @@ expect_ok "pinned pointers are device pointers" "$work/pinned"
 expect_ok "pinned pointers, the server's range occupied" "$work/pinned" occupy
 # arrays: copies to and from them, texture and surface objects minted and checked (docs/memory.md)
 expect_ok "arrays, texture and surface objects" "$work/arrays"
+# tensor maps: what the server holds to the process's memory before its backend (docs/memory.md)
+expect_ok "tensor maps reach the server with their exact extents" "$work/tensor_maps"
 # Several processes at once.
 pids=()
 for i in 1 2 3 4; do "$work/xfer" copy $((1048576 * i + i)) 2 >"$work/mp$i.out" 2>&1 & pids+=($!); done

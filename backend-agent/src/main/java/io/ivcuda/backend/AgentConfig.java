@@ -14,7 +14,8 @@ import java.util.List;
  * over all; every key known and every value checked when loaded.
  */
 public record AgentConfig(Path sysfsRoot, Backend backend, List<String> serverCommand, Path serverConfig,
-                          String serverUser, Path runDir, long pollMs, long stopTimeoutMs, long restartBackoffMaxMs) {
+                          String serverUser, Path runDir, long pollMs, long stopTimeoutMs, long restartBackoffMaxMs,
+                          List<String> irqdCommand) {
 
     public static AgentConfig load(List<Path> files, List<String> sets) throws IvcudaConfigException {
         Settings s = Settings.load(AgentKeys.ALL, Settings.Layer.commandLine(files, sets));
@@ -27,7 +28,11 @@ public record AgentConfig(Path sysfsRoot, Backend backend, List<String> serverCo
         }
         return new AgentConfig(s.get(AgentKeys.SYSFS_ROOT), s.get(AgentKeys.BACKEND), words, serverConfig,
                 s.get(AgentKeys.SERVER_USER), s.get(AgentKeys.RUN_DIR), s.get(AgentKeys.POLL_MS),
-                s.get(AgentKeys.STOP_TIMEOUT_MS), s.get(AgentKeys.RESTART_BACKOFF_MAX_MS));
+                s.get(AgentKeys.STOP_TIMEOUT_MS), s.get(AgentKeys.RESTART_BACKOFF_MAX_MS), words(s.get(AgentKeys.IRQD_COMMAND)));
+    }
+
+    private static List<String> words(String command) {
+        return command == null || command.isBlank() ? List.of() : Arrays.stream(command.trim().split("\\s+")).toList();
     }
 
     /**

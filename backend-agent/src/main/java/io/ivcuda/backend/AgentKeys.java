@@ -30,6 +30,11 @@ public final class AgentKeys {
     public static final ConfigKey<String> SERVER_USER = ConfigKey.of("server.user", KeyType.TEXT, "",
             "the user the servers run as (the agent, as root, starts them through setpriv and gives the user the slot's "
                     + "device file); empty: the agent's own user").shown("—");
+    public static final ConfigKey<String> IRQD_COMMAND = ConfigKey.of("irqd.command", KeyType.TEXT,
+            "/usr/libexec/ivcuda-backend/ivcuda-guest-irqd",
+            "a front-end in doorbell mode: the interrupt daemon the agent (root) starts for the slot's device, words split at "
+                    + "spaces; it takes the device through vfio-pci and hands its server the MSI-X eventfds (the front-end's "
+                    + "rings); empty, or when it cannot start: the slot's server polls, and says so in the log");
     public static final ConfigKey<Path> RUN_DIR = ConfigKey.of("run.dir", KeyType.PATH, Path.of("/run/ivcuda-backend"),
             "the servers' pidfiles and the agent's record of its children (to stop a previous agent's orphans)");
     public static final ConfigKey<Long> POLL_MS = ConfigKey.of("poll.ms", MS, 200L,

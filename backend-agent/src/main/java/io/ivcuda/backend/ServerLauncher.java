@@ -24,6 +24,8 @@ final class ServerLauncher {
     /** What a GPU is named by: an index or a UUID ({@code GPU-…}, MIG's {@code MIG-…}). */
     private static final Pattern DEVICE = Pattern.compile("[A-Za-z0-9-]{1,63}");
     private static final Pattern UUID = Pattern.compile("[0-9a-fA-F-]{1,39}");
+    /** QEMU's ivshmem takes at most this many vectors. */
+    private static final int MAX_VECTORS = 64;
 
     private final AgentConfig config;
     private final ChildRecords records;
@@ -83,13 +85,45 @@ final class ServerLauncher {
         set(command, ServerKeys.DOMAIN_UUID.name(), UUID.matcher(a.frontendUuid()).matches() ? a.frontendUuid() : "");
         set(command, ServerKeys.DOMAIN_NAME.name(), a.frontendName().replaceAll("[^A-Za-z0-9._+-]", "_"));
         set(command, ServerKeys.PIDFILE.name(), pidfile.toString());
+        InterruptDaemon interrupts = doorbell(a, device, command);
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
         pb.redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
-        Process process = pb.start();
+        Process process;
+        try {
+            process = pb.start();
+        } catch (IOException e) {
+            if (interrupts != null) {
+                interrupts.stop();
+            }
+            throw e;
+        }
         records.record(a.index(), process.toHandle());
         LOG.info("slot {}: server pid {} for front-end {} on {} (generation {}): {}", a.index(), process.pid(),
                 a.frontend(), device, a.generation(), String.join(" ", command));
-        return new ServerProcess(a.index(), process, pidfile);
+        return new ServerProcess(a.index(), process, pidfile, interrupts);
+    }
+
+    /**
+     * A front-end in doorbell mode (the slot's doorbell_vectors): the server serves in doorbell mode with the slot
+     * device's interrupts, which an interrupt daemon started here hands it. Without the daemon the server is still
+     * told doorbell mode, finds no interrupts and polls, saying so (as does this log).
+     */
+    private InterruptDaemon doorbell(SlotAssignment a, IvshmemDevice device, List<String> command) throws IOException {
+        if (a.doorbellVectors() == 0) {
+            return null;
+        }
+        if (a.doorbellVectors() < 1 || a.doorbellVectors() > MAX_VECTORS) {
+            throw new IOException("doorbell vectors " + Integer.toUnsignedString(a.doorbellVectors()) + " is not 1.." + MAX_VECTORS);
+        }
+        set(command, ServerKeys.MODE.name(), io.ivcuda.common.Mode.DOORBELL.word());
+        set(command, ServerKeys.DOORBELL_VECTORS.name(), Integer.toString(a.doorbellVectors()));
+        set(command, ServerKeys.DOORBELL_SOCKET.name(), InterruptDaemon.socket(config, a.index()).toString());
+        try {
+            return InterruptDaemon.start(config, a.index(), device);
+        } catch (IOException e) {
+            LOG.warn("slot {}: no interrupts for front-end {} ({}): its server polls", a.index(), a.frontend(), e.getMessage());
+            return null;
+        }
     }
 
     private static void set(List<String> command, String key, String value) {

@@ -26,14 +26,17 @@ public final class ServerProcess {
     private final Process process;
     private final Path pidfile;
     private final Thread pump;
+    /** Doorbell mode: the slot device's interrupt daemon, which goes with the server (null otherwise). */
+    private final InterruptDaemon interrupts;
     private volatile String refusal = "";
     private volatile String lastError = "";
     private long killAtMs = -1;
 
-    ServerProcess(int slot, Process process, Path pidfile) {
+    ServerProcess(int slot, Process process, Path pidfile, InterruptDaemon interrupts) {
         this.slot = slot;
         this.process = process;
         this.pidfile = pidfile;
+        this.interrupts = interrupts;
         this.pump = new Thread(this::pump, "slot" + slot + "-server-output");
         pump.setDaemon(true);
         pump.start();
@@ -79,6 +82,9 @@ public final class ServerProcess {
         if (killAtMs < 0) {
             killAtMs = nowMs + timeoutMs;
             process.destroy();
+            if (interrupts != null) {
+                interrupts.stop();
+            }
         }
     }
 
@@ -93,6 +99,9 @@ public final class ServerProcess {
 
     /** Why it exited, for the slot's server_message: its status and its last word (after it exited). */
     public String exitMessage() {
+        if (interrupts != null) {
+            interrupts.stop();
+        }
         try {
             pump.join(1000);
         } catch (InterruptedException e) {

@@ -11,7 +11,7 @@ import java.util.regex.Pattern;
  * provisioner and status must agree on these, so they are made only here, as {@link InstancePaths} does
  * for a host-served VM.
  */
-public record BackendPaths(String backendUuid, Path controlFile, Path runningMarker, Path shmDir) {
+public record BackendPaths(String backendUuid, Path controlFile, Path runningMarker, Path shmDir, Path runtimeDir) {
     /**
      * The control region's size, exactly: the back-end's agent tells it from the slot regions by this
      * size (and its magic), so it may never be a size a slot region can have (those are at least 1 MiB
@@ -25,7 +25,7 @@ public record BackendPaths(String backendUuid, Path controlFile, Path runningMar
 
     public static BackendPaths of(String backendUuid, HostConfig host) {
         return new BackendPaths(backendUuid, host.shmDir().resolve(controlShmemName(backendUuid)),
-                host.runtimeDir().resolve("backend-" + backendUuid + ".running"), host.shmDir());
+                host.runtimeDir().resolve("backend-" + backendUuid + ".running"), host.shmDir(), host.runtimeDir());
     }
 
     public static String controlShmemName(String backendUuid) {
@@ -47,6 +47,19 @@ public record BackendPaths(String backendUuid, Path controlFile, Path runningMar
     /** The region file of slot {@code slot}, which the back-end's and the front-end's QEMU both map. */
     public Path slotFile(int slot) {
         return shmDir.resolve(slotShmemName(slot));
+    }
+
+    /**
+     * Where the ivshmem relay of slot {@code slot} listens (a back-end with mode="doorbell"): the {@code <server path>}
+     * of the slot's device in the back-end's and in a doorbell front-end's definition.
+     */
+    public Path relaySocket(int slot) {
+        return runtimeDir.resolve("relay-" + backendUuid + "-slot" + slot + ".sock");
+    }
+
+    /** The pidfile of that relay (written once it listens). */
+    public Path relayPidfile(int slot) {
+        return runtimeDir.resolve("relay-" + backendUuid + "-slot" + slot + ".pid");
     }
 
     /**

@@ -91,7 +91,7 @@ public final class ControlRegion implements AutoCloseable {
             if (k >= slotCount || !keepAssigned[k]) {
                 // Fewer slots than last time: the ones beyond stay FREE, so no agent serves them.
                 slot.stateVolatile(BackendSlotFlyweight.SLOT_FREE);
-                slot.regionSize(0).quotaBytes(0).computeShare(0).frontendUuid("").frontendName("").device("");
+                slot.regionSize(0).quotaBytes(0).computeShare(0).frontendUuid("").frontendName("").device("").doorbellVectors(0);
             }
             slot.device(k < slotCount ? device : "");
             Token token = k < slotCount ? tokens[k] : new Token(0, 0);
@@ -105,7 +105,12 @@ public final class ControlRegion implements AutoCloseable {
 
     /** What a front-end's server needs to know, as the host writes it into its slot; a null device keeps the back-end's. */
     public record Assignment(String frontendUuid, String frontendName, long quotaBytes, int computeShare, String device,
-                             long regionSize) {
+                             long regionSize, int doorbellVectors) {
+        /** A front-end in plain mode. */
+        public Assignment(String frontendUuid, String frontendName, long quotaBytes, int computeShare, String device,
+                          long regionSize) {
+            this(frontendUuid, frontendName, quotaBytes, computeShare, device, regionSize, 0);
+        }
     }
 
     /**
@@ -116,7 +121,7 @@ public final class ControlRegion implements AutoCloseable {
     public void assign(int k, Assignment a) {
         BackendSlotFlyweight slot = slot(k);
         slot.frontendUuid(a.frontendUuid).frontendName(a.frontendName).quotaBytes(a.quotaBytes)
-                .computeShare(a.computeShare).regionSize(a.regionSize);
+                .computeShare(a.computeShare).regionSize(a.regionSize).doorbellVectors(a.doorbellVectors);
         if (a.device != null) {
             slot.device(a.device);
         }

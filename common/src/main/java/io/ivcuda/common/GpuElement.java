@@ -177,11 +177,12 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
 
     private void checkRole(String domainName, Map<String, String> written) throws IvcudaConfigException {
         if (backendRole) {
+            // mode on a back-end: doorbell makes its slots ivshmem-doorbell devices, each connected to its front-end's
+            // device by the host's relay of that slot, so that it can serve front-ends of both modes
             String misplaced = backend.isPresent() ? ATTR_BACKEND : quota.isPresent() ? ATTR_QUOTA
-                    : share.isPresent() ? ATTR_SHARE : mode.isPresent() ? ATTR_MODE : null;
+                    : share.isPresent() ? ATTR_SHARE : null;
             if (misplaced != null) {
                 String why = misplaced.equals(ATTR_BACKEND) ? "a back-end cannot itself be served by a back-end"
-                        : misplaced.equals(ATTR_MODE) ? "a back-end's slots are plain ivshmem regions"
                         : "quota and share are set per front-end, on each front-end's element";
                 throw problem(domainName, misplaced, written.get(misplaced), "not for a back-end (" + ATTR_ROLE + "=\""
                         + ROLE_BACKEND + "\"): " + why, misplaced + " is not for a back-end domain: " + why);
@@ -209,10 +210,16 @@ public record GpuElement(Optional<String> device, Optional<Mode> mode, OptionalL
             throw problem(domainName, ATTR_DEVICE, written.get(ATTR_DEVICE), "not for a front-end (" + ATTR_BACKEND + "=\"" + named
                     + "\"): the back-end's element chooses its GPU", "device is not for a front-end: its back-end chooses the GPU");
         }
-        if (mode.isPresent() && mode.get() != Mode.PLAIN) {
-            throw problem(domainName, ATTR_MODE, written.get(ATTR_MODE), "a front-end is served in plain mode only (doorbell "
-                    + "through a back-end is not done yet)", "doorbell mode through a back-end is not done yet (use plain)");
-        }
+        // mode="doorbell" on a front-end needs a back-end with mode="doorbell": the provisioner checks that (SlotPlacement)
+    }
+
+    /**
+     * The mode a back-end's slots or a front-end's device have: plain unless the element says doorbell (the host's
+     * {@code defaults.mode} is for host-served VMs: a front-end's mode must match what its back-end offers, and a
+     * back-end's slots serve front-ends of both modes only when they are doorbell devices).
+     */
+    public Mode slotMode() {
+        return mode.orElse(Mode.PLAIN);
     }
 
     private static int slots(String domainName, String attribute, String value) throws IvcudaConfigException {

@@ -54,12 +54,13 @@ class BackendElementTest {
     }
 
     @Test
-    void backendRefusesFrontEndAttributesNamingThem() {
+    void backendRefusesFrontEndAttributesNamingThem() throws Exception {
         var e = refused("role='backend' quota='4G'");
         assertTrue(e.getMessage().contains("domain 'vm1'") && e.getMessage().contains("quota='4G'")
                 && e.getMessage().contains("not for a back-end"), e.getMessage());
         assertTrue(refused("role='backend' share='50'").summary().startsWith("share is not for a back-end domain"));
-        assertTrue(refused("role='backend' mode='plain'").summary().startsWith("mode is not for a back-end domain"));
+        assertEquals(Mode.DOORBELL, parse("role='backend' mode='doorbell'").slotMode(), "a back-end's slots may be doorbell devices");
+        assertEquals(Mode.PLAIN, parse("role='backend'").slotMode(), "plain unless it says doorbell");
         var nested = refused("role='backend' backend='other'");
         assertEquals("backend is not for a back-end domain: a back-end cannot itself be served by a back-end", nested.summary());
         assertTrue(nested.getMessage().contains("backend='other'"), nested.getMessage());
@@ -82,11 +83,12 @@ class BackendElementTest {
     }
 
     @Test
-    void frontendRefusesDeviceDoorbellAndItself() {
+    void frontendRefusesDeviceAndItself() throws Exception {
         var device = refused("backend='be' device='1'");
         assertEquals("device is not for a front-end: its back-end chooses the GPU", device.summary());
         assertTrue(device.getMessage().contains("device='1'"), device.getMessage());
-        assertEquals("doorbell mode through a back-end is not done yet (use plain)", refused("backend='be' mode='doorbell'").summary());
+        assertEquals(Mode.DOORBELL, parse("backend='be' mode='doorbell'").slotMode(), "a doorbell front-end (its back-end must offer it)");
+        assertEquals(Mode.PLAIN, parse("backend='be'").slotMode());
         var self = refused("backend='vm1'");
         assertEquals("a domain cannot be its own back-end", self.summary());
         assertTrue(self.getMessage().contains("backend='vm1'"), self.getMessage());

@@ -11,6 +11,7 @@ import io.ivcuda.server.channel.IdleWait;
 import io.ivcuda.server.channel.PlainIdle;
 import io.ivcuda.server.core.FatalFault;
 import io.ivcuda.server.core.Vm;
+import io.ivcuda.server.doorbell.DeviceDoorbell;
 import io.ivcuda.server.doorbell.Doorbells;
 import io.ivcuda.server.doorbell.EventFd;
 import io.ivcuda.server.doorbell.IvshmemServer;
@@ -24,9 +25,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFileAttributeView;
-import java.nio.file.attribute.PosixFileAttributes;
-import java.nio.file.attribute.PosixFilePermissions;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Logger;
 
@@ -64,6 +62,11 @@ public final class CudaServer implements AutoCloseable {
     private ChannelWatcher watcher;
     private LivenessMonitor liveness;
     private IvshmemServer ivshmem;
+    /** Doorbell mode in a back-end domain: the slot device's interrupts and Doorbell register (null otherwise). */
+    private DeviceDoorbell device;
+    /** Doorbell mode as served: config's mode, unless a back-end slot's interrupts are unavailable (then polling). */
+    private boolean doorbell;
+    private java.util.function.IntConsumer interruptGuest = v -> { };
     private Doorbells doorbells;
     private int regionFd = -1;
     private volatile Runnable whenVmLeaves = () -> { };
@@ -132,7 +135,11 @@ public final class CudaServer implements AutoCloseable {
                 ? Region.openDevice(config.regionPath(), config.regionSize(), previousRegionAddress)
                 : Region.openOrCreate(config.regionPath(), config.regionSize(), previousRegionAddress);
         header = new HeaderWriter(region);
-        header.init(layout, config.ownerTimeoutMs(), config.doorbell() ? config.doorbellVectors() : 0);
+        doorbell = config.doorbell();
+        if (doorbell && config.regionKind() == RegionKind.DEVICE) {
+            doorbell = connectDeviceDoorbell();
+        }
+        header.init(layout, config.ownerTimeoutMs(), doorbell ? config.doorbellVectors() : 0);
         CudaBackend backend = backend();
         if (backend instanceof JnaCudaBackend) {
             // before cuInit: kernels' printf must reach their guest process, not our stdout
@@ -143,24 +150,26 @@ public final class CudaServer implements AutoCloseable {
         // and a server that replaced its CUDA process limit.recoveries times within the window does not again
         recoveryBudget = RecoveryBudget.of(System.getenv(), config.limits().recoveries(),
                 config.limits().recoveriesWindowMs(), System.currentTimeMillis());
-        String cannotRestart = config.doorbell() ? "doorbell mode cannot restart it"
+        String cannotRestart = doorbell ? "doorbell mode cannot restart it"
                 : recoveryBudget.allows() ? null : "the server will not replace it again (" + recoveryBudget.describe() + ")";
         // recover and stayPoisoned read vm and header when they run, after a fault: by then both are set
         FatalFault.Recovery recovery = cannotRestart == null ? FatalFault.Recovery.restarting(this::recover)
                 : new FatalFault.Recovery(() -> stayPoisoned(cannotRestart), cannotRestart);
         vm = new Vm(region, layout, backend, config.memoryQuota(), driver.gpu(), config.limits(), config.integrity(),
                 recovery);
-        header.driver(driver.features() | (config.doorbell() ? HeaderFlyweight.FEATURE_DOORBELL : 0),
+        header.driver(driver.features() | (doorbell ? HeaderFlyweight.FEATURE_DOORBELL : 0),
                 vm.hostDriverVersion(), vm.poolDevicePointer());
-        watcher = new ChannelWatcher(region, vm, config.doorbell(), config.waitIdleParkMs(), config.ownerTimeoutMs(),
+        watcher = new ChannelWatcher(region, vm, doorbell, config.waitIdleParkMs(), config.ownerTimeoutMs(),
                 this::idleFor);
-        liveness = new LivenessMonitor(header, watcher, config.doorbell() ? DOORBELL_WATCH_MS : HEARTBEAT_MS,
-                config.doorbell() ? DOORBELL_HEARTBEAT_MS : HEARTBEAT_MS, config.ownerTimeoutMs());
-        if (config.doorbell()) {
+        liveness = new LivenessMonitor(header, watcher, doorbell ? DOORBELL_WATCH_MS : HEARTBEAT_MS,
+                doorbell ? DOORBELL_HEARTBEAT_MS : HEARTBEAT_MS, config.ownerTimeoutMs());
+        if (doorbell) {
             // a new process is watched from its first claim, not from the next once-a-second check
             watcher.onAttach(liveness::wake);
         }
-        if (config.doorbell()) {
+        if (doorbell && device != null) {
+            startDoorbells(device::vector);
+        } else if (doorbell) {
             startIvshmemServer();
         }
         watcher.start();
@@ -259,16 +268,22 @@ public final class CudaServer implements AutoCloseable {
                         whenVmLeaves.run();
                     }
                 });
-        shareSocketWithQemu(Path.of(config.doorbellSocket()));
+        IvshmemServer.shareSocketWithGroupOf(Path.of(config.doorbellSocket()), config.regionPath());
         if (layout.channelCount() > config.doorbellVectors()) {
             // §8: a guest sleeps only on a vector of its own channel; shared vectors mean polling guests
             LOG.info("doorbell: {} channels share {} vectors: guest threads on a channel that shares its vector "
                     + "poll instead of sleeping on an interrupt (give the domain <msi vectors> >= {})",
                     layout.channelCount(), config.doorbellVectors(), ServerKeys.CHANNEL_COUNT.name());
         }
+        interruptGuest = ivshmem::interruptGuest;
+        startDoorbells(ivshmem::hostVector);
+    }
+
+    /** The dispatcher of the guest's rings over {@code doorbell.vectors} eventfds. */
+    private void startDoorbells(java.util.function.IntFunction<EventFd> vectors) {
         EventFd[] host = new EventFd[config.doorbellVectors()];
         for (int v = 0; v < host.length; v++) {
-            host[v] = ivshmem.hostVector(v);
+            host[v] = vectors.apply(v);
         }
         doorbells = new Doorbells(host, layout.channelCount());
         doorbells.watcher(watcher.thread());
@@ -276,23 +291,26 @@ public final class CudaServer implements AutoCloseable {
     }
 
     /**
-     * Connecting needs write permission on the socket: QEMU runs as another user (libvirt-qemu),
-     * in the group the hook gave the region file (qemu.group). Mode 0660, that group.
+     * A back-end slot's server in doorbell mode: the relay on the host is the ivshmem server, this server a guest of
+     * the slot's device — interrupts from ivcuda-guest-irqd ({@code doorbell.socket}), rings through BAR0. Without
+     * them the slot is served by polling, and the header says plain mode, so the front-end's library polls too.
      */
-    private void shareSocketWithQemu(Path socket) throws IOException {
-        Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-rw----"));
-        var group = Files.readAttributes(config.regionPath(), PosixFileAttributes.class).group();
+    private boolean connectDeviceDoorbell() {
         try {
-            Files.getFileAttributeView(socket, PosixFileAttributeView.class).setGroup(group);
+            device = DeviceDoorbell.connect(Path.of(config.doorbellSocket()), config.regionPath(), config.doorbellVectors());
         } catch (IOException e) {
-            LOG.warn("doorbell socket {}: cannot give it the region's group {} ({}); QEMU may be refused by the "
-                    + "file system", socket, group.getName(), e.getMessage());
+            LOG.warn("doorbell: no interrupts for this slot ({}): serving it by polling, as in plain mode", e.getMessage());
+            return false;
         }
+        interruptGuest = device::interruptGuest;
+        LOG.info("doorbell: the slot device's {} MSI-X vectors come from {}; the front-end is rung through {}",
+                device.vectors(), config.doorbellSocket(), config.regionPath().resolveSibling("resource0"));
+        return true;
     }
 
     private IdleWait idleFor(int channel) {
-        return config.doorbell()
-                ? new DoorbellIdle(watcher.controls()[channel], channel, doorbells, ivshmem::interruptGuest,
+        return doorbell
+                ? new DoorbellIdle(watcher.controls()[channel], channel, doorbells, interruptGuest,
                         config.waitSpinUs(), config.doorbellParkTimeoutMs())
                 : new PlainIdle(config.waitSpinUs(), config.waitParkMaxUs(), config.waitIdleParkMs());
     }
@@ -337,6 +355,9 @@ public final class CudaServer implements AutoCloseable {
         }
         if (ivshmem != null) {
             ivshmem.close();
+        }
+        if (device != null) {
+            device.close();
         }
         if (regionFd >= 0) {
             NativeFiles.close(regionFd);

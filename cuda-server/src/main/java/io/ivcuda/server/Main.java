@@ -23,7 +23,7 @@ import sun.misc.Signal;
  * on stderr, {@code ivcuda-server: CAUSE}, which the hook puts first in the VM's start error.
  */
 @Command(name = "ivcuda-server", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
-        usageHelpAutoWidth = true,
+        usageHelpAutoWidth = true, subcommands = RelayCommand.class,
         header = "The per-VM cuda-server of ivcuda: serves one VM's CUDA driver calls from its ivshmem region.",
         description = {
             "Started by the libvirt hook (/etc/libvirt/hooks/qemu.d/50-ivcuda) before the VM's QEMU, with the VM's "

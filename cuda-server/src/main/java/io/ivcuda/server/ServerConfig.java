@@ -45,14 +45,11 @@ public record ServerConfig(Path regionPath, long regionSize, RegionKind regionKi
         }
         Mode mode = s.get(ServerKeys.MODE);
         String socket = s.get(ServerKeys.DOORBELL_SOCKET);
-        if (mode == Mode.DOORBELL && (socket == null || socket.isBlank())) {
-            throw s.bad(ServerKeys.DOORBELL_SOCKET, "required in doorbell mode (the socket QEMU's <server path> names)");
-        }
         RegionKind kind = s.get(ServerKeys.REGION_KIND);
-        if (kind == RegionKind.DEVICE && mode == Mode.DOORBELL) {
-            // the doorbell server hands QEMU the region file; a device's memory is a QEMU's already
-            throw s.bad(ServerKeys.REGION_KIND, "is device, which serves in plain mode only (doorbell through a back-end "
-                    + "domain is not done yet)");
+        if (mode == Mode.DOORBELL && (socket == null || socket.isBlank())) {
+            throw s.bad(ServerKeys.DOORBELL_SOCKET, kind == RegionKind.DEVICE
+                    ? "required in doorbell mode (with " + ServerKeys.REGION_KIND.name() + " device: ivcuda-guest-irqd's socket for the slot device)"
+                    : "required in doorbell mode (the socket QEMU's <server path> names)");
         }
         long ringBytes = s.get(ServerKeys.LIMIT_RING_BYTES);
         if (Long.bitCount(ringBytes) != 1) {

@@ -44,12 +44,31 @@ class DeviceRegionTest {
     }
 
     @Test
-    void kindIsFileUnlessSaidAndDeviceRefusesDoorbell() throws Exception {
+    void kindIsFileUnlessSaidAndDeviceDoorbellNeedsTheInterruptDaemonsSocket() throws Exception {
         assertEquals(RegionKind.FILE, ServerConfig.load(List.of(), List.of("region.path=/x")).regionKind());
         assertEquals(RegionKind.DEVICE, config(dir.resolve("r")).regionKind());
-        IvcudaConfigException e = assertThrows(IvcudaConfigException.class,
-                () -> config(dir.resolve("r"), "mode=doorbell", "doorbell.socket=/s"));
-        assertTrue(e.getMessage().contains("region.kind") && e.getMessage().contains("plain mode only"), e.getMessage());
+        assertTrue(config(dir.resolve("r"), "mode=doorbell", "doorbell.socket=/s").doorbell());
+        IvcudaConfigException e = assertThrows(IvcudaConfigException.class, () -> config(dir.resolve("r"), "mode=doorbell"));
+        assertTrue(e.getMessage().contains("doorbell.socket") && e.getMessage().contains("ivcuda-guest-irqd"), e.getMessage());
+    }
+
+    @Test
+    void aDoorbellSlotWithoutInterruptsIsServedByPollingAndSaysPlain() throws Exception {
+        Path memory = sized(java.nio.file.Files.createDirectories(dir.resolve("devices/0000:00:05.0")).resolve("resource2"), SIZE);
+        CudaServer server = new CudaServer(config(memory, "mode=doorbell", "doorbell.vectors=4",
+                "doorbell.socket=" + dir.resolve("no-daemon.sock")));
+        try {
+            server.start();
+            io.ivcuda.wire.HeaderFlyweight header = new io.ivcuda.wire.HeaderFlyweight();
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(memory, java.nio.file.StandardOpenOption.READ)) {
+                header.wrap(new org.agrona.concurrent.UnsafeBuffer(ch.map(java.nio.channels.FileChannel.MapMode.READ_ONLY, 0, 4096)), 0);
+                assertEquals(0, header.doorbellVectors(), "the front-end's library is told plain mode: it polls");
+                assertEquals(0, header.featureBits() & io.ivcuda.wire.HeaderFlyweight.FEATURE_DOORBELL);
+                assertEquals(io.ivcuda.wire.HeaderFlyweight.STATE_READY, header.serverState());
+            }
+        } finally {
+            server.close();
+        }
     }
 
     @Test

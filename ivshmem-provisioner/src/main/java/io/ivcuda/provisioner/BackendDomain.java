@@ -15,16 +15,14 @@ import java.util.OptionalLong;
  *
  * @param slotSize each slot region's size (the element's size, else {@code defaults.size})
  * @param device which of the back-end's own GPUs serves its front-ends (index or UUID; "0" when the element names none)
+ * @param mode    its slots' devices: plain, or doorbell (each joined to its front-end's by the host's relay of the slot)
  */
-record BackendDomain(String name, String uuid, int slots, long slotSize, String device, OptionalLong capacity) {
+record BackendDomain(String name, String uuid, int slots, long slotSize, String device, OptionalLong capacity, Mode mode,
+                     BackendPaths paths) {
 
     static BackendDomain of(String name, String uuid, GpuElement element, HostConfig host) {
         return new BackendDomain(name, uuid, element.slotCount(), element.size().orElse(host.defaultSize()),
-                element.device().orElse("0"), element.capacity());
-    }
-
-    BackendPaths paths(HostConfig host) {
-        return BackendPaths.of(uuid, host);
+                element.device().orElse("0"), element.capacity(), element.slotMode(), BackendPaths.of(uuid, host));
     }
 
     /** The devices the back-end's definition carries: its control region (exactly 1 MiB) and one per slot. */
@@ -37,14 +35,24 @@ record BackendDomain(String name, String uuid, int slots, long slotSize, String 
         return devices;
     }
 
-    /** Slot {@code k}'s device, the same in the back-end's and in its front-end's definition. */
+    /** Slot {@code k}'s device in the back-end's definition. */
     ShmemDevice slotDevice(int k) {
-        return new ShmemDevice(BackendPaths.slotShmemName(uuid, k), Mode.PLAIN, slotSize, null);
+        return frontendDevice(k, mode);
+    }
+
+    /**
+     * Slot {@code k}'s device in the definition of a front-end in {@code frontendMode}: the same region file either
+     * way; doorbell (with the slot's relay as its server) only on a back-end whose slots are doorbell devices.
+     */
+    ShmemDevice frontendDevice(int k, Mode frontendMode) {
+        return frontendMode == Mode.DOORBELL
+                ? new ShmemDevice(BackendPaths.slotShmemName(uuid, k), Mode.DOORBELL, 0, paths.relaySocket(k))
+                : new ShmemDevice(BackendPaths.slotShmemName(uuid, k), Mode.PLAIN, slotSize, null);
     }
 
     /** {@code 4 slots of 256 MiB} (and the capacity). */
     String describe() {
-        return slots + " slot" + (slots == 1 ? "" : "s") + " of " + ByteSize.describe(slotSize)
+        return slots + " " + (mode == Mode.DOORBELL ? "doorbell " : "") + "slot" + (slots == 1 ? "" : "s") + " of " + ByteSize.describe(slotSize)
                 + (capacity.isPresent() ? ", " + ByteSize.describe(capacity.getAsLong()) + " GPU memory for quotas" : "");
     }
 }

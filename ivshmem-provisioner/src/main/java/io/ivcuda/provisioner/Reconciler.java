@@ -9,6 +9,7 @@ import io.ivcuda.common.GpuElement;
 import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.InstancePaths;
 import io.ivcuda.common.IvcudaConfigException;
+import io.ivcuda.common.Mode;
 import io.ivcuda.common.ShmSpace;
 import io.ivcuda.common.ShmemDevice;
 import io.ivcuda.common.SlotLedger;
@@ -386,7 +387,7 @@ public final class Reconciler {
         }
         SlotLedger.Assignment a;
         try {
-            a = roles.placement.place(s.name, s.xml.uuid(), wanted, quota);
+            a = roles.placement.place(s.name, s.xml.uuid(), wanted, quota, element.slotMode());
         } catch (IvcudaConfigException e) {
             return new Decision(Action.REFUSED, e.getMessage() + "; the domain has no slot", DeviceChange.KEEP, null,
                     DescriptionNote.error(e.summary()));
@@ -401,9 +402,10 @@ public final class Reconciler {
                     + why + "; the domain has no slot", DeviceChange.KEEP, null, DescriptionNote.error(why));
         }
         String note = "front-end of '" + b.name() + "', slot " + a.slot() + ", " + ByteSize.describe(b.slotSize()) + " region"
+                + (element.slotMode() == Mode.DOORBELL ? ", doorbell" : "")
                 + (quota == 0 ? "" : ", " + ByteSize.describe(quota) + " GPU memory quota")
                 + (share < VmSettings.WHOLE_GPU ? ", " + share + " % of its SMs" : "") + "; no save or migration";
-        return roleDecision(s.xml, List.of(b.slotDevice(a.slot())), "front-end of back-end '" + b.name() + "', slot "
+        return roleDecision(s.xml, List.of(b.frontendDevice(a.slot(), element.slotMode())), "front-end of back-end '" + b.name() + "', slot "
                 + a.slot() + (quota == 0 ? "" : ", quota " + ByteSize.describe(quota)), note);
     }
 

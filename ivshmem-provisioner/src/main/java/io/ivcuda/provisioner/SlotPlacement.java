@@ -3,6 +3,7 @@ package io.ivcuda.provisioner;
 import io.ivcuda.common.ByteSize;
 import io.ivcuda.common.GpuElement;
 import io.ivcuda.common.IvcudaConfigException;
+import io.ivcuda.common.Mode;
 import io.ivcuda.common.SlotLedger;
 import io.ivcuda.common.SlotLedger.Assignment;
 import io.ivcuda.common.config.HostKeys;
@@ -46,15 +47,18 @@ final class SlotPlacement {
         return k == null ? Optional.empty() : Optional.ofNullable(k.backend);
     }
 
-    /** The slot of front-end {@code uuid} (named {@code name}, with {@code quota}); refused with the reason. */
-    Assignment place(String name, String uuid, String wanted, long quota) throws IvcudaConfigException {
+    /**
+     * The slot of front-end {@code uuid} (named {@code name}, with {@code quota}, its device in {@code mode}); refused
+     * with the reason. A doorbell front-end needs a back-end whose slots are doorbell devices.
+     */
+    Assignment place(String name, String uuid, String wanted, long quota, Mode mode) throws IvcudaConfigException {
         Optional<Assignment> held = SlotLedger.ofFrontend(ledger, uuid);
         if (GpuElement.AUTO.equals(wanted)) {
-            if (held.isPresent() && stillFits(held.get(), quota)) {
+            if (held.isPresent() && stillFits(held.get(), quota, mode)) {
                 return held.get();
             }
             held.ifPresent(ledger::remove);
-            return auto(name, uuid, quota);
+            return auto(name, uuid, quota, mode);
         }
         Known named = byName.containsKey(wanted) ? byName.get(wanted) : byUuid.get(wanted.toLowerCase(Locale.ROOT));
         if (named == null) {
@@ -71,6 +75,10 @@ final class SlotPlacement {
                     + GpuElement.ROLE_BACKEND + "\")");
         }
         BackendDomain b = named.backend;
+        String modeProblem = modeProblem(b, mode);
+        if (modeProblem != null) {
+            throw refusal(name, wanted, modeProblem);
+        }
         if (held.isPresent() && held.get().backendUuid().equals(b.uuid()) && held.get().slot() < b.slots()) {
             String why = roomProblem(b, uuid, quota);
             if (why != null) {
@@ -93,7 +101,7 @@ final class SlotPlacement {
         return a;
     }
 
-    private Assignment auto(String name, String uuid, long quota) throws IvcudaConfigException {
+    private Assignment auto(String name, String uuid, long quota, Mode mode) throws IvcudaConfigException {
         List<BackendDomain> all = byUuid.values().stream().filter(k -> k.backend != null).map(Known::backend)
                 .sorted(Comparator.comparingInt((BackendDomain b) -> SlotLedger.ofBackend(ledger, b.uuid()).size())
                         .thenComparing(BackendDomain::name))
@@ -101,7 +109,7 @@ final class SlotPlacement {
         List<String> why = new ArrayList<>();
         for (BackendDomain b : all) {
             int free = freeSlot(b);
-            String room = free < 0 ? "no free slot" : roomProblem(b, uuid, quota);
+            String room = modeProblem(b, mode) != null ? "its slots are plain" : free < 0 ? "no free slot" : roomProblem(b, uuid, quota);
             if (room == null) {
                 Assignment a = new Assignment(b.uuid(), free, uuid, name);
                 ledger.add(a);
@@ -110,12 +118,21 @@ final class SlotPlacement {
             why.add(b.name() + ": " + room);
         }
         throw refusal(name, GpuElement.AUTO, all.isEmpty() ? "no back-end domain is defined here"
-                : "no back-end domain has a free slot and room for quota " + ByteSize.describe(quota) + " (" + String.join("; ", why) + ")");
+                : "no back-end domain has a free " + (mode == Mode.DOORBELL ? "doorbell " : "") + "slot and room for quota " + ByteSize.describe(quota) + " (" + String.join("; ", why) + ")");
     }
 
-    private boolean stillFits(Assignment held, long quota) {
+    private boolean stillFits(Assignment held, long quota, Mode mode) {
         Optional<BackendDomain> b = backend(held.backendUuid());
-        return b.isPresent() && held.slot() < b.get().slots() && roomProblem(b.get(), held.frontendUuid(), quota) == null;
+        return b.isPresent() && held.slot() < b.get().slots() && modeProblem(b.get(), mode) == null
+                && roomProblem(b.get(), held.frontendUuid(), quota) == null;
+    }
+
+    /** Null when back-end {@code b} can serve a front-end in {@code mode}. */
+    private static String modeProblem(BackendDomain b, Mode mode) {
+        return mode == Mode.DOORBELL && b.mode() != Mode.DOORBELL
+                ? "back-end domain '" + b.name() + "' serves plain front-ends only: doorbell needs its slots to be doorbell "
+                        + "devices (" + GpuElement.ATTR_MODE + "=\"doorbell\" on the back-end's element)"
+                : null;
     }
 
     private int freeSlot(BackendDomain b) {

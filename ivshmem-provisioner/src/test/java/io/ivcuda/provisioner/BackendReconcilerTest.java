@@ -256,4 +256,33 @@ class BackendReconcilerTest {
         assertNull(Files.exists(paths.controlFile()) ? "still there" : null);
         assertTrue(Files.notExists(paths.slotFile(0)));
     }
+
+    @Test
+    void doorbellFrontendsNeedADoorbellBackendWhoseSlotsTheRelaysJoin() throws Exception {
+        define("plain-be", BE, "role='backend' slots='1'");
+        define("bell-be", BE2, "role='backend' slots='2' mode='doorbell'");
+        define("bell", F1, "backend='plain-be' mode='doorbell'");
+        define("auto-bell", F2, "backend='auto' mode='doorbell'");
+        define("plain", F3, "backend='bell-be'");
+        Map<String, Outcome> outcomes = all();
+        BackendPaths paths = BackendPaths.of(BE2, host);
+
+        ShmemDevice slot0 = persistent("bell-be").shmemDevice(BackendPaths.slotShmemName(BE2, 0));
+        assertEquals(new ShmemDevice(BackendPaths.slotShmemName(BE2, 0), io.ivcuda.common.Mode.DOORBELL, 0, paths.relaySocket(0)),
+                slot0, "a doorbell back-end's slot is a doorbell device whose server is the slot's relay");
+        assertEquals("back-end: 2 doorbell slots of 64 MiB, 2 in use", DescriptionNote.find(persistent("bell-be").description()));
+
+        assertEquals(Action.REFUSED, outcomes.get("bell").action());
+        assertTrue(outcomes.get("bell").detail().contains("back-end domain 'plain-be' serves plain front-ends only"),
+                outcomes.get("bell").detail());
+
+        int autoSlot = SlotLedger.ofFrontend(ledger(), F2).orElseThrow().slot();
+        assertEquals(BE2, SlotLedger.ofFrontend(ledger(), F2).orElseThrow().backendUuid(), "auto: only a doorbell back-end");
+        assertEquals(new ShmemDevice(BackendPaths.slotShmemName(BE2, autoSlot), io.ivcuda.common.Mode.DOORBELL, 0,
+                paths.relaySocket(autoSlot)), persistent("auto-bell").shmemDevice(BackendPaths.slotShmemName(BE2, autoSlot)),
+                "the same relay as the back-end's slot device");
+        int plainSlot = SlotLedger.ofFrontend(ledger(), F3).orElseThrow().slot();
+        assertEquals(64L << 20, persistent("plain").shmemDevice(BackendPaths.slotShmemName(BE2, plainSlot)).size(),
+                "a plain front-end of a doorbell back-end maps the same file as a plain device");
+    }
 }

@@ -7,6 +7,7 @@ import io.ivcuda.common.DomainXml;
 import io.ivcuda.common.GpuElement;
 import io.ivcuda.common.HostConfig;
 import io.ivcuda.common.IvcudaConfigException;
+import io.ivcuda.common.Mode;
 import io.ivcuda.common.ShmemDevice;
 import io.ivcuda.common.SlotLedger;
 import io.ivcuda.common.SlotRegion;
@@ -46,18 +47,21 @@ final class BackendHook {
     private final LongSupplier clock;
     private final ControlRegion.Sleeper sleeper;
     private final long agentWaitMs;
+    private final SlotRelays relays;
     private final SecureRandom random = new SecureRandom();
 
     BackendHook(HostConfig host, DomainNames names) {
-        this(host, names, System::currentTimeMillis, Thread::sleep, AGENT_WAIT_MS);
+        this(host, names, System::currentTimeMillis, Thread::sleep, AGENT_WAIT_MS, new SlotRelays(host));
     }
 
-    BackendHook(HostConfig host, DomainNames names, LongSupplier clock, ControlRegion.Sleeper sleeper, long agentWaitMs) {
+    BackendHook(HostConfig host, DomainNames names, LongSupplier clock, ControlRegion.Sleeper sleeper, long agentWaitMs,
+                SlotRelays relays) {
         this.host = host;
         this.names = names;
         this.clock = clock;
         this.sleeper = sleeper;
         this.agentWaitMs = agentWaitMs;
+        this.relays = relays;
     }
 
     /**
@@ -107,9 +111,11 @@ final class BackendHook {
         BackendPaths paths = BackendPaths.of(domain.uuid(), host);
         int slots = element.slotCount();
         long size = element.size().orElse(host.defaultSize());
-        checkDevice(domain, new ShmemDevice(paths.controlShmemName(), io.ivcuda.common.Mode.PLAIN, BackendPaths.CONTROL_SIZE, null));
+        checkDevice(domain, new ShmemDevice(paths.controlShmemName(), Mode.PLAIN, BackendPaths.CONTROL_SIZE, null));
+        boolean doorbell = element.slotMode() == Mode.DOORBELL;
         for (int k = 0; k < slots; k++) {
-            checkDevice(domain, new ShmemDevice(paths.slotShmemName(k), io.ivcuda.common.Mode.PLAIN, size, null));
+            checkDevice(domain, doorbell ? new ShmemDevice(paths.slotShmemName(k), Mode.DOORBELL, 0, paths.relaySocket(k))
+                    : new ShmemDevice(paths.slotShmemName(k), Mode.PLAIN, size, null));
         }
         Hook.createRuntimeDir(host);
         try {
@@ -140,7 +146,13 @@ final class BackendHook {
         } catch (IOException e) {
             throw new HookException("cannot prepare the back-end's regions in " + host.shmDir() + ": " + e.getMessage(), e);
         }
-        LOG.info("{}: back-end regions ready ({} slots of {} MiB)", domain.name(), slots, size >> 20);
+        if (doorbell) {
+            // before QEMU: its doorbell slot devices connect to these at start; one a front-end still uses keeps running
+            for (int k = 0; k < slots; k++) {
+                relays.ensure(paths, k);
+            }
+        }
+        LOG.info("{}: back-end regions ready ({} {}slots of {} MiB)", domain.name(), slots, doorbell ? "doorbell " : "", size >> 20);
     }
 
     void startedBackend(DomainXml domain) throws HookException {
@@ -153,13 +165,25 @@ final class BackendHook {
         LOG.info("{}: back-end running ({})", domain.name(), marker);
     }
 
-    /** The back-end stopped: its front-ends keep running, their calls fail until it is back. Never throws. */
+    /**
+     * The back-end stopped: its front-ends keep running, their calls fail until it is back. The relays of its free
+     * slots stop; a relay whose front-end runs stays, so that the back-end's next start joins that front-end again.
+     * Never throws.
+     */
     void releaseBackend(DomainXml domain) {
-        Path marker = BackendPaths.of(domain.uuid(), host).runningMarker();
+        BackendPaths paths = BackendPaths.of(domain.uuid(), host);
+        Path marker = paths.runningMarker();
         try {
             Files.deleteIfExists(marker);
         } catch (IOException e) {
             LOG.warn("cannot remove {}: {}", marker, e.getMessage());
+        }
+        // the marker first, the slots' states after: a front-end's release frees its slot first and looks at the
+        // marker after, so of two releases at once at least one sees the other's step and stops the relay
+        for (int k = 0; k < GpuElement.MAX_SLOTS; k++) {
+            if (Files.exists(paths.relayPidfile(k)) && !slotAssigned(paths, k)) {
+                relays.stop(paths, k);
+            }
         }
         LOG.info("{}: back-end stopped; its front-ends' CUDA calls fail until it runs again", domain.name());
     }
@@ -179,10 +203,12 @@ final class BackendHook {
         BackendPaths paths = BackendPaths.of(a.backendUuid(), host);
         String backendName = backendName(a.backendUuid());
         ShmemDevice device = domain.shmemDevice(paths.slotShmemName(a.slot()));
-        if (device == null || device.mode() != io.ivcuda.common.Mode.PLAIN) {
+        Mode mode = element.slotMode();
+        if (device == null || device.mode() != mode || mode == Mode.DOORBELL && !paths.relaySocket(a.slot()).equals(device.socket())) {
             throw new HookException("the ivcuda device does not match the slot ledger yet",
                     "domain '" + domain.name() + "': the ledger gives it slot " + a.slot() + " of back-end domain '" + backendName
-                    + "', but it does not carry <shmem name='" + paths.slotShmemName(a.slot()) + "'> (ivshmem-plain). Run: "
+                    + "', but it does not carry <shmem name='" + paths.slotShmemName(a.slot()) + "'> (" + mode.shmemModel()
+                    + (mode == Mode.DOORBELL ? ", server " + paths.relaySocket(a.slot()) : "") + "). Run: "
                     + "ivshmem-provisioner provision " + domain.name());
         }
         if (!Files.exists(paths.runningMarker())) {
@@ -199,7 +225,7 @@ final class BackendHook {
             throw new HookException("back-end domain '" + backendName + "' has no region for slot " + a.slot()
                     + "; restart it", "domain '" + domain.name() + "': " + slotFile + " is missing: " + e.getMessage());
         }
-        if (fileSize != device.size()) {
+        if (mode == Mode.PLAIN && fileSize != device.size()) {
             throw new HookException("slot " + a.slot() + " of back-end domain '" + backendName + "' is " + (fileSize >> 20)
                     + " MiB, the device asks for " + (device.size() >> 20) + " MiB; run ivshmem-provisioner provision "
                     + domain.name(), "domain '" + domain.name() + "': " + slotFile + " does not match its device "
@@ -230,8 +256,13 @@ final class BackendHook {
             ControlRegion.Token token = new ControlRegion.Token(control.slot(a.slot()).tokenLo(), control.slot(a.slot()).tokenHi());
             // Nothing of the last front-end's data reaches this one; the token is written back after the wipe.
             SlotRegion.wipe(slotFile, token, a.slot());
+            if (mode == Mode.DOORBELL) {
+                // runs since the back-end's start; started here only if it died (the back-end's device then has no peer)
+                relays.ensure(paths, a.slot());
+            }
             control.assign(a.slot(), new ControlRegion.Assignment(domain.uuid(), domain.name(),
-                    element.quota().orElse(host.defaultQuota()), element.share().orElse(host.defaultShare()), null, fileSize));
+                    element.quota().orElse(host.defaultQuota()), element.share().orElse(host.defaultShare()), null, fileSize,
+                    mode == Mode.DOORBELL ? ShmemDevice.DOORBELL_VECTORS : 0));
             LOG.info("{}: slot {} of back-end '{}' assigned ({}; agent: {})", domain.name(), a.slot(), backendName, slotFile, waited);
         } catch (IOException e) {
             throw new HookException("cannot use back-end domain '" + backendName + "''s regions: " + e.getMessage(), e);
@@ -255,9 +286,22 @@ final class BackendHook {
                     c.free(device.slot());
                     LOG.info("{}: slot {} of back-end {} freed", domain.name(), device.slot(), device.backendUuid());
                 }
+                BackendPaths paths = BackendPaths.of(device.backendUuid(), host);
+                if (!Files.exists(paths.runningMarker()) && Files.exists(paths.relayPidfile(device.slot()))) {
+                    // neither QEMU runs any more: the back-end's next start begins a new relay
+                    relays.stop(paths, device.slot());
+                }
             } catch (IOException | RuntimeException ex) {
                 LOG.warn("{}: cannot free slot {} in {}: {}", domain.name(), device.slot(), control, ex.getMessage());
             }
+        }
+    }
+
+    private static boolean slotAssigned(BackendPaths paths, int k) {
+        try (ControlRegion c = ControlRegion.open(paths.controlFile())) {
+            return c.slot(k).stateVolatile() == io.ivcuda.wire.BackendSlotFlyweight.SLOT_ASSIGNED;
+        } catch (IOException | RuntimeException e) {
+            return false;
         }
     }
 

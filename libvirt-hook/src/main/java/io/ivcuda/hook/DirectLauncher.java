@@ -116,7 +116,7 @@ final class DirectLauncher implements ServerLauncher {
      * too (docs/threat-model.md): no new privileges (no setuid program regains any), the server's user (the
      * server's system-call filter follows: {@link #syscallFilter}).
      */
-    private List<String> asServerUser() throws HookException {
+    List<String> asServerUser() throws HookException {
         List<String> command = new ArrayList<>(List.of("setsid"));
         command.addAll(setpriv());
         return command;

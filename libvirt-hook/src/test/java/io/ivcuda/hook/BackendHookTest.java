@@ -79,7 +79,7 @@ class BackendHookTest {
         // where libvirt keeps persistent definitions: how the hook names a back-end that is not running
         DomainNames names = new DomainNames(host.runtimeDir(), List.of(dir.resolve("libvirt")));
         Hook hook = new Hook(host, new DirectLauncher(host), new PrintStream(userOutput, true, StandardCharsets.UTF_8), names,
-                new BackendHook(host, names, System::currentTimeMillis, Thread::sleep, agentWaitMs));
+                new BackendHook(host, names, System::currentTimeMillis, Thread::sleep, agentWaitMs, new SlotRelays(host)));
         return hook.run(new String[] {name, words[0], words[1], "-"}, xml);
     }
 
@@ -283,5 +283,80 @@ class BackendHookTest {
         assertEquals(0, hook("prepare begin", "front", frontendXml("front", FE, 0)), told());
         long tookMs = (System.nanoTime() - start) / 1_000_000;
         assertTrue(tookMs >= BackendHook.AGENT_STALE_MS && tookMs < BackendHook.AGENT_WAIT_MS, "a still heartbeat: " + tookMs + " ms");
+    }
+
+    // ---- doorbell: the slots' relays ----
+
+    private String doorbellShmem(int slot) {
+        return "<shmem name='" + BackendPaths.slotShmemName(BE, slot) + "'><model type='ivshmem-doorbell'/><server path='"
+                + paths.relaySocket(slot) + "'/><msi vectors='32' ioeventfd='on'/></shmem>";
+    }
+
+    private String doorbellBackendXml() {
+        return domain("gpu-be", BE, "role=\"backend\" slots=\"2\" size=\"2M\" mode=\"doorbell\"",
+                shmem(BackendPaths.controlShmemName(BE), 1L << 20) + doorbellShmem(0) + doorbellShmem(1));
+    }
+
+    /**
+     * A stand-in for {@code ivcuda-server relay}: writes its pidfile as the relay does once it listens, and runs until
+     * SIGTERM with the relay's arguments on its command line (the hook finds it by its --socket argument).
+     */
+    private void relayStandIn() throws Exception {
+        Path script = dir.resolve("relay-stand-in");
+        Files.writeString(script, "#!/bin/sh\n[ \"$1\" = relay ] || exit 9\nwhile [ $# -gt 0 ]; do [ \"$1\" = --pidfile ] && p=\"$2\"; "
+                + "shift; done\ntrap 'rm -f \"$p\"; exit 0' TERM\necho $$ > \"$p\"\nwhile :; do sleep 0.1; done\n");
+        script.toFile().setExecutable(true);
+        Files.writeString(dir.resolve("ivcuda.properties"), "server.command=" + script + "\nserver.stop.timeout.ms=5000\n",
+                java.nio.file.StandardOpenOption.APPEND);
+        host = HostConfig.load(List.of(dir.resolve("ivcuda.properties")));
+        paths = BackendPaths.of(BE, host);
+    }
+
+    @Test
+    void aDoorbellBackendsRelaysRunWhileEitherQemuMayUseThem() throws Exception {
+        relayStandIn();
+        SlotRelays relays = new SlotRelays(host);
+        try {
+            assertEquals(0, hook("prepare begin", "gpu-be", doorbellBackendXml()), told());
+            assertTrue(relays.isRunning(paths, 0) && relays.isRunning(paths, 1), "a relay per slot before the back-end's QEMU");
+            assertEquals(0, hook("started begin", "gpu-be", doorbellBackendXml()), told());
+            assign(FE, "front", 0);
+            String front = domain("front", FE, "backend=\"gpu-be\" mode=\"doorbell\"", doorbellShmem(0));
+            assertEquals(0, hook("prepare begin", "front", front, 300), told());
+            try (ControlRegion control = ControlRegion.open(paths.controlFile())) {
+                assertEquals(BackendSlotFlyweight.SLOT_ASSIGNED, control.slot(0).stateVolatile());
+                assertEquals(32, control.slot(0).doorbellVectors(), "the agent learns the front-end's mode from its slot");
+            }
+            long relayPid = Long.parseLong(Files.readString(paths.relayPidfile(0)).strip());
+
+            // the back-end stops: the free slot's relay goes, the front-end's stays for the back-end's next start
+            assertEquals(0, hook("release end", "gpu-be", doorbellBackendXml()), told());
+            assertTrue(relays.isRunning(paths, 0), "the running front-end's relay stays");
+            assertFalse(relays.isRunning(paths, 1), "the free slot's relay stopped");
+            assertEquals(0, hook("prepare begin", "gpu-be", doorbellBackendXml()), told());
+            assertEquals(relayPid, Long.parseLong(Files.readString(paths.relayPidfile(0)).strip()),
+                    "the back-end's restart keeps the relay the front-end's QEMU is connected to");
+            assertTrue(relays.isRunning(paths, 1));
+
+            // both gone: nothing runs
+            assertEquals(0, hook("release end", "gpu-be", doorbellBackendXml()), told());
+            assertEquals(0, hook("release end", "front", front), told());
+            assertFalse(relays.isRunning(paths, 0), "neither QEMU runs: the relay stopped");
+            assertFalse(relays.isRunning(paths, 1));
+            assertFalse(Files.exists(paths.relayPidfile(0)));
+        } finally {
+            relays.stop(paths, 0);
+            relays.stop(paths, 1);
+        }
+    }
+
+    @Test
+    void aDoorbellFrontendWithAPlainDeviceIsToldToReprovision() throws Exception {
+        startBackend();
+        assign(FE, "front", 0);
+        String front = domain("front", FE, "backend=\"gpu-be\" mode=\"doorbell\"", shmem(BackendPaths.slotShmemName(BE, 0), SLOT));
+        assertEquals(1, hook("prepare begin", "front", front), told());
+        assertTrue(told().contains("ivshmem-doorbell, server " + paths.relaySocket(0)), told());
+        assertTrue(told().contains("ivshmem-provisioner provision front"), told());
     }
 }

@@ -27,11 +27,12 @@ public final class ServerKeys {
     public static final ConfigKey<RegionKind> REGION_KIND = ConfigKey.of("region.kind",
             KeyType.words(RegionKind.class, RegionKind::word), RegionKind.FILE,
             "`file` (the host's region file, as `region.path` says) or `device` (a back-end domain's ivshmem BAR, sysfs "
-                    + "`resource2`: it must exist with exactly `region.size` bytes; never created, resized or removed; plain mode only)");
+                    + "`resource2`: it must exist with exactly `region.size` bytes; never created, resized or removed)");
     public static final ConfigKey<Mode> MODE = ConfigKey.of("mode", KeyType.words(Mode.class, Mode::word), Mode.PLAIN,
             "`plain` (ivshmem-plain, polling) or `doorbell` (ivshmem-doorbell, interrupts; the server is the ivshmem server)");
     public static final ConfigKey<String> DOORBELL_SOCKET = ConfigKey.of("doorbell.socket", KeyType.TEXT, null,
-            "listening socket in doorbell mode (required there); the domain's `<server path>`");
+            "doorbell mode (required there): the listening socket, the domain's `<server path>`; with `region.kind` "
+                    + "`device` (a back-end's slot) the socket of ivcuda-guest-irqd serving the slot device's MSI-X eventfds");
     public static final ConfigKey<Long> DOORBELL_VECTORS = ConfigKey.of("doorbell.vectors", KeyType.NUMBER, 1L,
             "eventfd pairs handed to QEMU: exactly the domain's `<msi vectors>` (the hook writes the provisioner's 32)").range(1, 64);
     public static final ConfigKey<String> GPU = ConfigKey.of("gpu", KeyType.TEXT, "0",

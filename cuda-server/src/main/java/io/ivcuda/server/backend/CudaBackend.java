@@ -787,6 +787,40 @@ public interface CudaBackend {
         return CuResult.NOT_SUPPORTED;
     }
 
+    // ---- tensor maps (issue 12) ----
+    // api/memory-objects.api, docs/memory.md. The driver's encoders, with native arguments: the
+    // 128-byte map at {@code map} (64-byte aligned), the arrays at native addresses with the rank's
+    // entries. The defaults answer CUDA_ERROR_NOT_SUPPORTED: the host-memory backend has no driver
+    // to encode a map and no TMA unit to read one, so it makes none up.
+
+    /** cuTensorMapEncodeTiled: writes the map at {@code map}. */
+    default int tensorMapEncodeTiled(long map, int dataType, int rank, long globalAddress, long globalDim,
+                                     long globalStrides, long boxDim, long elementStrides, int interleave, int swizzle,
+                                     int l2Promotion, int oobFill) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuTensorMapEncodeIm2col: writes the map at {@code map}. */
+    default int tensorMapEncodeIm2col(long map, int dataType, int rank, long globalAddress, long globalDim,
+                                      long globalStrides, long lowerCorner, long upperCorner, int channelsPerPixel,
+                                      int pixelsPerColumn, long elementStrides, int interleave, int swizzle,
+                                      int l2Promotion, int oobFill) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuTensorMapEncodeIm2colWide (CUDA 12.8): writes the map at {@code map}. */
+    default int tensorMapEncodeIm2colWide(long map, int dataType, int rank, long globalAddress, long globalDim,
+                                          long globalStrides, int lowerCornerWidth, int upperCornerWidth,
+                                          int channelsPerPixel, int pixelsPerColumn, long elementStrides,
+                                          int interleave, int mode, int swizzle, int l2Promotion, int oobFill) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** cuTensorMapReplaceAddress: rewrites the map at {@code map} in place. */
+    default int tensorMapReplaceAddress(long map, long globalAddress) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
     // ---- virtual memory and created pools (issue 12) ----
     // api/vmm.api, docs/memory.md. A CUmemAllocationProp travels as its scalar fields: type,
     // requestedHandleTypes, the (native) device of a device location, allocFlags packed as

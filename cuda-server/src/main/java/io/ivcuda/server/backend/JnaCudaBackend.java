@@ -1650,6 +1650,53 @@ public final class JnaCudaBackend implements CudaBackend {
         return cuSurfObjectGetResourceDesc(desc, surf);
     }
 
+    // ---- tensor maps (issue 12) ----
+
+    @Override
+    public int tensorMapEncodeTiled(long map, int dataType, int rank, long globalAddress, long globalDim,
+                                    long globalStrides, long boxDim, long elementStrides, int interleave, int swizzle,
+                                    int l2Promotion, int oobFill) {
+        if (!CudaDriverTensorMaps.available()) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        return CudaDriverTensorMaps.cuTensorMapEncodeTiled(map, dataType, rank, globalAddress, globalDim, globalStrides,
+                boxDim, elementStrides, interleave, swizzle, l2Promotion, oobFill);
+    }
+
+    @Override
+    public int tensorMapEncodeIm2col(long map, int dataType, int rank, long globalAddress, long globalDim,
+                                     long globalStrides, long lowerCorner, long upperCorner, int channelsPerPixel,
+                                     int pixelsPerColumn, long elementStrides, int interleave, int swizzle,
+                                     int l2Promotion, int oobFill) {
+        if (!CudaDriverTensorMaps.available()) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        return CudaDriverTensorMaps.cuTensorMapEncodeIm2col(map, dataType, rank, globalAddress, globalDim,
+                globalStrides, lowerCorner, upperCorner, channelsPerPixel, pixelsPerColumn, elementStrides, interleave,
+                swizzle, l2Promotion, oobFill);
+    }
+
+    @Override
+    public int tensorMapEncodeIm2colWide(long map, int dataType, int rank, long globalAddress, long globalDim,
+                                         long globalStrides, int lowerCornerWidth, int upperCornerWidth,
+                                         int channelsPerPixel, int pixelsPerColumn, long elementStrides,
+                                         int interleave, int mode, int swizzle, int l2Promotion, int oobFill) {
+        if (!CudaDriverTensorMaps.Wide.available()) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        return CudaDriverTensorMaps.Wide.cuTensorMapEncodeIm2colWide(map, dataType, rank, globalAddress, globalDim,
+                globalStrides, lowerCornerWidth, upperCornerWidth, channelsPerPixel, pixelsPerColumn, elementStrides,
+                interleave, mode, swizzle, l2Promotion, oobFill);
+    }
+
+    @Override
+    public int tensorMapReplaceAddress(long map, long globalAddress) {
+        if (!CudaDriverTensorMaps.available()) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        return CudaDriverTensorMaps.cuTensorMapReplaceAddress(map, globalAddress);
+    }
+
     // ---- virtual memory and created pools (issue 12) ----
 
     private static final class Vmm {

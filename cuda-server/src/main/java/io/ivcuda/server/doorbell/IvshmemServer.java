@@ -29,8 +29,6 @@ public final class IvshmemServer implements AutoCloseable {
     public static final int MAX_VECTORS = 64;
 
     private static final Logger LOG = LogManager.getLogger(IvshmemServer.class);
-    /** A safety net only: {@link #close} wakes the poll through {@link #stopSignal}. */
-    private static final int POLL_MS = 60_000;
 
     /** What the VM's peer does. Called on the server's own thread. */
     public interface Listener {
@@ -39,21 +37,19 @@ public final class IvshmemServer implements AutoCloseable {
         void peerLeft(PeerCredentials peer);
     }
 
-    private final Path socketPath;
-    private final int listenFd;
+    private final ListeningSocket listening;
     private final int regionFd;
     private final EventFd[] hostVectors;
     private final EventFd[] guestVectors;
     private final PeerPolicy policy;
     private final Listener listener;
     private final Thread thread;
-    private final EventFd stopSignal = EventFd.create();
     private volatile boolean running = true;
     private volatile PeerCredentials peer;
     private int peerFd = -1;
 
-    private IvshmemServer(Path socketPath, int regionFd, int vectors, PeerPolicy policy, Listener listener) {
-        this.socketPath = socketPath;
+    private IvshmemServer(ListeningSocket listening, int regionFd, int vectors, PeerPolicy policy, Listener listener) {
+        this.listening = listening;
         this.regionFd = regionFd;
         this.policy = policy;
         this.listener = listener;
@@ -63,7 +59,6 @@ public final class IvshmemServer implements AutoCloseable {
             hostVectors[v] = EventFd.create();
             guestVectors[v] = EventFd.create();
         }
-        this.listenFd = UnixSockets.listen(socketPath);
         this.thread = new Thread(this::serve, "ivshmem-server");
         this.thread.setDaemon(true);
     }
@@ -80,21 +75,25 @@ public final class IvshmemServer implements AutoCloseable {
         if (vectors < 1 || vectors > MAX_VECTORS) {
             throw new IllegalArgumentException(ServerKeys.DOORBELL_VECTORS.name() + " must be 1.." + MAX_VECTORS + ", not " + vectors);
         }
-        if (Files.exists(socketPath)) {
-            if (!"socket".equals(fileType(socketPath))) {
-                throw new IOException(socketPath + " exists and is not a socket; refusing to replace it");
-            }
-            Files.delete(socketPath);
-        }
-        IvshmemServer server = new IvshmemServer(socketPath, regionFd, vectors, policy, listener);
+        IvshmemServer server = new IvshmemServer(ListeningSocket.open(socketPath), regionFd, vectors, policy, listener);
         server.thread.start();
         LOG.info("ivshmem server listening on {} with {} vectors", socketPath, vectors);
         return server;
     }
 
-    private static String fileType(Path path) throws IOException {
-        Object isOther = Files.readAttributes(path, "isOther", java.nio.file.LinkOption.NOFOLLOW_LINKS).get("isOther");
-        return Boolean.TRUE.equals(isOther) ? "socket" : "file";
+    /**
+     * Connecting needs write permission on the socket: QEMU runs as another user (libvirt-qemu), in the group the
+     * hook gave the region file (qemu.group). Mode 0660, that group.
+     */
+    public static void shareSocketWithGroupOf(Path socket, Path regionFile) throws IOException {
+        Files.setPosixFilePermissions(socket, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw----"));
+        var group = Files.readAttributes(regionFile, java.nio.file.attribute.PosixFileAttributes.class).group();
+        try {
+            Files.getFileAttributeView(socket, java.nio.file.attribute.PosixFileAttributeView.class).setGroup(group);
+        } catch (IOException e) {
+            LOG.warn("doorbell socket {}: cannot give it the region's group {} ({}); QEMU may be refused by the "
+                    + "file system", socket, group.getName(), e.getMessage());
+        }
     }
 
     public int vectors() {
@@ -120,16 +119,16 @@ public final class IvshmemServer implements AutoCloseable {
         Memory fds = new Memory(24);
         while (running) {
             int count = peerFd >= 0 ? 3 : 2;
-            fds.setInt(0, listenFd);
+            fds.setInt(0, listening.fd());
             fds.setShort(4, Posix.POLLIN);
             fds.setShort(6, (short) 0);
-            fds.setInt(8, stopSignal.fd());
+            fds.setInt(8, listening.stopSignal().fd());
             fds.setShort(12, Posix.POLLIN);
             fds.setShort(14, (short) 0);
             fds.setInt(16, peerFd);
             fds.setShort(20, Posix.POLLIN);
             fds.setShort(22, (short) 0);
-            int ready = Posix.poll(fds, count, POLL_MS);
+            int ready = Posix.poll(fds, count, ListeningSocket.POLL_MS);
             if (ready <= 0 || !running) {
                 continue;
             }
@@ -143,23 +142,20 @@ public final class IvshmemServer implements AutoCloseable {
     }
 
     private void accept() {
-        int fd;
-        try {
-            fd = Posix.accept4(listenFd, null, null, Posix.SOCK_CLOEXEC);
-        } catch (RuntimeException e) {
-            LOG.warn("accept on {} failed: {}", socketPath, e.getMessage());
+        int fd = listening.accept();
+        if (fd < 0) {
             return;
         }
         PeerCredentials who = UnixSockets.credentials(fd);
         if (peerFd >= 0) {
             LOG.warn("refused pid {} (uid {}) on {}: QEMU pid {} is already connected", who.pid(), who.uid(),
-                    socketPath, peer.pid());
+                    listening.path(), peer.pid());
             Posix.close(fd);
             return;
         }
         Optional<String> refusal = policy.refusal(who);
         if (refusal.isPresent()) {
-            LOG.warn("refused a connection on {}: {}", socketPath, refusal.get());
+            LOG.warn("refused a connection on {}: {}", listening.path(), refusal.get());
             Posix.close(fd);
             return;
         }
@@ -201,28 +197,15 @@ public final class IvshmemServer implements AutoCloseable {
     @Override
     public void close() {
         running = false;
-        stopSignal.signal();
-        if (Thread.currentThread() != thread) {
-            try {
-                thread.join(5000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        listening.stop(thread);
         if (peerFd >= 0) {
             Posix.close(peerFd);
             peerFd = -1;
         }
-        Posix.close(listenFd);
-        stopSignal.close();
+        listening.close();
         for (int v = 0; v < hostVectors.length; v++) {
             hostVectors[v].close();
             guestVectors[v].close();
-        }
-        try {
-            Files.deleteIfExists(socketPath);
-        } catch (IOException e) {
-            LOG.warn("could not remove {}: {}", socketPath, e.getMessage());
         }
     }
 }

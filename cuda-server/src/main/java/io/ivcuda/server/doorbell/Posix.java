@@ -25,6 +25,10 @@ final class Posix {
     static final short POLLHUP = 0x10;
     static final short POLLERR = 0x8;
     static final int MSG_NOSIGNAL = 0x4000;
+    static final int MSG_DONTWAIT = 0x40;
+    static final int MSG_TRUNC = 0x20;
+    static final int MSG_CTRUNC = 0x8;
+    static final int MSG_CMSG_CLOEXEC = 0x40000000;
     static final int O_RDWR = 2;
     static final int O_CLOEXEC = 0x80000;
     static final int EINTR = 4;

@@ -16,6 +16,7 @@ final class UnixSockets {
     private static final int MSG_IOVLEN = 24;
     private static final int MSG_CONTROL = 32;
     private static final int MSG_CONTROLLEN = 40;
+    private static final int MSG_FLAGS = 48;
     private static final int MSGHDR_SIZE = 56;
     // struct cmsghdr: size_t len, int level, int type, data
     private static final int CMSG_DATA = 16;
@@ -71,6 +72,15 @@ final class UnixSockets {
 
     /** Sends one int64, with {@code passFd} attached when it is ≥ 0. */
     static void send(int fd, long value, int passFd) {
+        send(fd, value, passFd, Posix.MSG_NOSIGNAL);
+    }
+
+    /** As {@link #send}, but fails instead of waiting when the peer's receive buffer is full. */
+    static void sendNow(int fd, long value, int passFd) {
+        send(fd, value, passFd, Posix.MSG_NOSIGNAL | Posix.MSG_DONTWAIT);
+    }
+
+    private static void send(int fd, long value, int passFd, int flags) {
         Memory payload = new Memory(8);
         payload.setLong(0, value); // JNA writes native order: little-endian on every platform we run on
         Memory iov = new Memory(16);
@@ -90,7 +100,7 @@ final class UnixSockets {
             msg.setPointer(MSG_CONTROL, control);
             msg.setLong(MSG_CONTROLLEN, CMSG_SPACE_ONE_FD);
         }
-        long sent = Posix.sendmsg(fd, msg, Posix.MSG_NOSIGNAL);
+        long sent = Posix.sendmsg(fd, msg, flags);
         if (sent != 8) {
             throw new IllegalStateException("short send on the ivshmem socket: " + sent + " of 8 bytes");
         }
@@ -128,5 +138,77 @@ final class UnixSockets {
             passed = control.getInt(CMSG_DATA);
         }
         return new Message(payload.getLong(0), passed);
+    }
+
+    /** Sends {@code bytes} with {@code fds} attached in one message (the shape of ivcuda-guest-irqd's, §8.1). */
+    static void send(int fd, byte[] bytes, int[] fds) {
+        Memory payload = new Memory(bytes.length);
+        payload.write(0, bytes, 0, bytes.length);
+        Memory iov = new Memory(16);
+        iov.setPointer(0, payload);
+        iov.setLong(8, bytes.length);
+        Memory msg = new Memory(MSGHDR_SIZE);
+        msg.clear();
+        msg.setPointer(MSG_IOV, iov);
+        msg.setLong(MSG_IOVLEN, 1);
+        if (fds.length > 0) {
+            int space = CMSG_DATA + 4 * ((fds.length + 1) & ~1);
+            Memory control = new Memory(space);
+            control.clear();
+            control.setLong(0, CMSG_DATA + 4L * fds.length);
+            control.setInt(8, Posix.SOL_SOCKET);
+            control.setInt(12, Posix.SCM_RIGHTS);
+            control.write(CMSG_DATA, fds, 0, fds.length);
+            msg.setPointer(MSG_CONTROL, control);
+            msg.setLong(MSG_CONTROLLEN, space);
+        }
+        long sent = Posix.sendmsg(fd, msg, Posix.MSG_NOSIGNAL);
+        if (sent != bytes.length) {
+            throw new IllegalStateException("short send: " + sent + " of " + bytes.length + " bytes");
+        }
+    }
+
+    /** One received message of {@code size} bytes and the descriptors that came with it. */
+    record Datagram(byte[] bytes, int[] fds) {
+    }
+
+    /**
+     * Receives exactly {@code size} bytes with up to {@code maxFds} descriptors attached (ivcuda-guest-irqd's
+     * message, docs/protocol.md §8.1); null at end of stream. Descriptors beyond {@code maxFds} would be cut by the
+     * kernel: that, like a short message, is an error (the descriptors that did come are closed).
+     */
+    static Datagram receive(int fd, int size, int maxFds) {
+        Memory payload = new Memory(size);
+        Memory iov = new Memory(16);
+        iov.setPointer(0, payload);
+        iov.setLong(8, size);
+        int controlSpace = CMSG_DATA + 4 * maxFds;
+        Memory control = new Memory(controlSpace);
+        control.clear();
+        Memory msg = new Memory(MSGHDR_SIZE);
+        msg.clear();
+        msg.setPointer(MSG_IOV, iov);
+        msg.setLong(MSG_IOVLEN, 1);
+        msg.setPointer(MSG_CONTROL, control);
+        msg.setLong(MSG_CONTROLLEN, controlSpace);
+        long got = Posix.recvmsg(fd, msg, Posix.MSG_CMSG_CLOEXEC);
+        if (got == 0) {
+            return null;
+        }
+        long controlLen = msg.getLong(MSG_CONTROLLEN);
+        int[] fds = new int[0];
+        if (controlLen >= CMSG_DATA && control.getInt(8) == Posix.SOL_SOCKET && control.getInt(12) == Posix.SCM_RIGHTS) {
+            long cmsgLen = Math.min(control.getLong(0), controlLen);
+            fds = control.getIntArray(CMSG_DATA, (int) Math.max(0, (cmsgLen - CMSG_DATA) / 4));
+        }
+        boolean truncated = (msg.getInt(MSG_FLAGS) & (Posix.MSG_CTRUNC | Posix.MSG_TRUNC)) != 0;
+        if (got != size || truncated) {
+            for (int passed : fds) {
+                Posix.close(passed);
+            }
+            throw new IllegalStateException(truncated ? "more descriptors than " + maxFds + " or a longer message than " + size
+                    + " bytes" : "a message of " + got + " bytes, expected " + size);
+        }
+        return new Datagram(payload.getByteArray(0, size), fds);
     }
 }
