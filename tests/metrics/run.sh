@@ -46,7 +46,7 @@ else
     metrics_pid=$!
     if "$region_wait" --pid "$metrics_pid" "$metrics_region" 30 >/dev/null; then
         # 4 copies each way of 1000003 bytes (pageable, pinned, pinned async, pageable async), then
-        # a process that holds 1 MiB while the figures are taken
+        # a process that holds 1 MiB (one ivc_mem_alloc: its by-function series) while the figures are taken
         IVCUDA_REGION=$metrics_region "$work/xfer" copy 1000003 1 >/dev/null 2>&1
         IVCUDA_REGION=$metrics_region "$work/xfer" hold 1048576 >"$work/metrics-hold.out" 2>&1 &
         metrics_hold=$!
@@ -60,7 +60,8 @@ else
                 "ivcuda_calls_total{$vm,function=\"ivc_mem_alloc\"}=3" "ivcuda_call_errors_total{$vm,function=\"ivc_mem_alloc\"}=0" \
                 "ivcuda_gpu_memory_held_bytes{$vm}=1048576" "ivcuda_gpu_memory_quota_bytes{$vm}=33554432" \
                 "ivcuda_guest_processes{$vm}=1" "ivcuda_process_gpu_memory_held_bytes{$vm}=1048576" \
-                "ivcuda_compute_share_percent{$vm,state=\"unshared\"}=25" "ivcuda_busy_seconds_total{$vm}>0" 2>&1); then
+                "ivcuda_compute_share_percent{$vm,state=\"unshared\"}=25" "ivcuda_busy_seconds_total{$vm}>0" \
+                counter:ivcuda_process_calls "ivcuda_process_calls_total{$vm,function=\"ivc_mem_alloc\"}=1" 2>&1); then
             pass "metrics: ivshmem-provisioner metrics read by the Prometheus client's parser"
         else
             fail "metrics: $(cat "$work/metrics.out") $(echo "$out" | tail -5)"

@@ -33,7 +33,8 @@ import org.apache.logging.log4j.Logger;
  * {@code channels.total}; {@code refusals} (every request, record or claim the server refused since it
  * started, logged or not) and one {@code refusals.KIND} per kind of refusal (RefusalLog's kinds: the
  * operation and the field at fault, blanks as dots); the call figures of {@link VmFigures} ({@code calls.FUNCTION},
- * {@code errors.FUNCTION}, {@code total.*}, {@code process.PID.*}). Written to a temporary file and renamed, so a
+ * {@code errors.FUNCTION}, {@code total.*}, {@code process.PID.*} with {@code process.PID.calls.FUNCTION} and
+ * {@code process.PID.errors.FUNCTION}). Written to a temporary file and renamed, so a
  * reader never sees half of it.
  */
 final class StatusFile {
@@ -127,7 +128,8 @@ final class StatusFile {
 
     /**
      * The VM's call figures (VmFigures' keys, which status and metrics read): calls and errors of every
-     * function called at least once, the VM's totals, and each guest process's totals.
+     * function called at least once, the VM's totals, and each guest process's totals and its calls and errors of
+     * every function it called at least once.
      */
     static void putMetrics(Properties p, Vm vm) {
         CallMetrics m = vm.metrics();
@@ -140,11 +142,27 @@ final class StatusFile {
         }
         totals(m, vm.allocated()).put(p, VmFigures.TOTAL);
         java.util.Map<Integer, VmFigures.Totals> byPid = new java.util.TreeMap<>();
+        java.util.Map<Integer, long[][]> functionsByPid = new java.util.TreeMap<>();
         for (Owner owner : vm.owners().values()) {
             // two owners with one pid (a pid reused while the old one is reclaimed) are added up
             byPid.merge(owner.pid(), totals(owner.metrics(), owner.ranges().allocatedBytes()), StatusFile::sum);
+            long[][] f = functionsByPid.computeIfAbsent(owner.pid(), pid -> new long[2][Opcodes.LIMIT]);
+            CallMetrics om = owner.metrics();
+            for (int op = 0; op < Opcodes.LIMIT; op++) {
+                f[0][op] += om.calls(op);
+                f[1][op] += om.errors(op);
+            }
         }
         byPid.forEach((pid, t) -> t.put(p, VmFigures.PROCESS + pid + "."));
+        // a process's calls and errors of each function it called (process.PID.calls.FUNCTION, .errors.FUNCTION)
+        functionsByPid.forEach((pid, f) -> {
+            for (int op = 0; op < Opcodes.LIMIT; op++) {
+                if (f[0][op] != 0) {
+                    p.setProperty(VmFigures.PROCESS + pid + "." + VmFigures.CALLS + Opcodes.name(op), Long.toString(f[0][op]));
+                    p.setProperty(VmFigures.PROCESS + pid + "." + VmFigures.ERRORS + Opcodes.name(op), Long.toString(f[1][op]));
+                }
+            }
+        });
     }
 
     private static VmFigures.Totals totals(CallMetrics m, long held) {

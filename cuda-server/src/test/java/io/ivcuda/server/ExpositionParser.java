@@ -77,4 +77,9 @@ final class ExpositionParser {
         assertEquals(1, found.size(), name + labels + " in " + samples);
         return found.get(0).value();
     }
+
+    /** How many samples are named {@code name}. */
+    long count(String name) {
+        return samples.stream().filter(s -> s.name().equals(name)).count();
+    }
 }

@@ -89,6 +89,26 @@ public final class MetricsExposition {
                 VmFigures.Totals::errors);
         CounterSnapshot.Builder busy = counter("ivcuda_busy_seconds",
                 "time the cuda-server's workers spent serving the calls (host side; not the GPU's busy time)");
+        // a process's calls and errors by function: pids x the functions each called, as the status file has them
+        CounterSnapshot.Builder processCalls = counter("ivcuda_process_calls",
+                "CUDA driver calls of one guest process, by function (the functions it called)");
+        CounterSnapshot.Builder processErrors = counter("ivcuda_process_call_errors",
+                "calls of one guest process that did not return CUDA_SUCCESS, by function");
+        for (VmFigures vm : vms) {
+            for (Map.Entry<Integer, VmFigures.Functions> p : vm.processFunctions().entrySet()) {
+                Labels labels = vmLabels(vm).add("pid", Integer.toString(p.getKey()));
+                for (Map.Entry<String, Long> e : p.getValue().calls().entrySet()) {
+                    processCalls.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder()
+                            .labels(labels.add("function", e.getKey())).value(e.getValue()).build());
+                }
+                for (Map.Entry<String, Long> e : p.getValue().errors().entrySet()) {
+                    processErrors.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder()
+                            .labels(labels.add("function", e.getKey())).value(e.getValue()).build());
+                }
+            }
+        }
+        families.add(processCalls.build());
+        families.add(processErrors.build());
         CounterSnapshot.Builder processBusy = counter("ivcuda_process_busy_seconds", "busy time, per guest process");
         GaugeSnapshot.Builder processHeld = gauge("ivcuda_process_gpu_memory_held_bytes",
                 "device memory one guest process holds now (its allocations)");

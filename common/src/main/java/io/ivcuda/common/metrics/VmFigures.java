@@ -20,11 +20,16 @@ import java.util.TreeMap;
  * @param refusalsByKind what the server refused since it started (requests, records, claims; logged or not), by
  *        RefusalLog's kind as the status file spells it ({@code ivc_mem_alloc.bytesize}): the server counts these per
  *        VM only, so there is no per-process figure of them
+ * @param processFunctions each process's calls and errors by function (the functions it called), by pid
  */
 public record VmFigures(String domainName, String domainUuid, long memoryHeld, long memoryQuota, int computeShare,
                         String computeShareState, Map<String, Long> callsByFunction, Map<String, Long> errorsByFunction,
                         Totals totals, Map<Integer, Totals> processes, long recoveries, boolean fatalFault,
-                        Map<String, Long> refusalsByKind) {
+                        Map<String, Long> refusalsByKind, Map<Integer, Functions> processFunctions) {
+
+    /** Calls and errors by function's name, of one guest process. */
+    public record Functions(Map<String, Long> calls, Map<String, Long> errors) {
+    }
 
     /** The status file's keys (written by the server, read here). */
     public static final String CALLS = "calls.";
@@ -72,6 +77,7 @@ public record VmFigures(String domainName, String domainUuid, long memoryHeld, l
         Map<String, Long> calls = new TreeMap<>();
         Map<String, Long> errors = new TreeMap<>();
         Map<Integer, Totals> processes = new TreeMap<>();
+        Map<Integer, Functions> processFunctions = new TreeMap<>();
         for (String key : p.stringPropertyNames()) {
             if (key.startsWith(CALLS) && key.length() > CALLS.length() && isNumber(p.getProperty(key))) {
                 calls.put(key.substring(CALLS.length()), number(p, key));
@@ -84,10 +90,30 @@ public record VmFigures(String domainName, String domainUuid, long memoryHeld, l
                 }
             }
         }
+        for (String key : p.stringPropertyNames()) {
+            // process.PID.calls.FUNCTION and process.PID.errors.FUNCTION, for a process whose totals are there
+            if (!key.startsWith(PROCESS) || !isNumber(p.getProperty(key))) {
+                continue;
+            }
+            int dot = key.indexOf('.', PROCESS.length());
+            String pid = dot < 0 ? "" : key.substring(PROCESS.length(), dot);
+            if (!pid.matches("[0-9]{1,9}") || !processes.containsKey(Integer.parseInt(pid))) {
+                continue;
+            }
+            String rest = key.substring(dot + 1);
+            Functions f = processFunctions.computeIfAbsent(Integer.parseInt(pid),
+                    k -> new Functions(new TreeMap<>(), new TreeMap<>()));
+            if (rest.startsWith(CALLS) && rest.length() > CALLS.length()) {
+                f.calls().put(rest.substring(CALLS.length()), number(p, key));
+            } else if (rest.startsWith(ERRORS) && rest.length() > ERRORS.length()) {
+                f.errors().put(rest.substring(ERRORS.length()), number(p, key));
+            }
+        }
+        processFunctions.values().removeIf(f -> f.calls().isEmpty() && f.errors().isEmpty());
         return new VmFigures(domainName, domainUuid, number(p, MEMORY_HELD), number(p, ServerKeys.MEMORY_QUOTA.name()),
                 (int) Math.max(0, Math.min(100, number(p, ServerKeys.COMPUTE_SHARE.name()))), p.getProperty("compute.share.state", ""),
                 calls, errors, Totals.read(p, TOTAL), processes, number(p, RECOVERIES), p.getProperty(FATAL_FAULT) != null,
-                refusalsByKind(p));
+                refusalsByKind(p), processFunctions);
     }
 
     /** The server's refusal counters ({@code refusals.KIND} keys of its status file), by kind; garbled ones left out. */

@@ -40,6 +40,34 @@ class MetricsExpositionTest {
         assertTrue(text.lines().noneMatch(l -> l.startsWith("ivcuda_refusals_total{")), text);
     }
 
+    /**
+     * A process's calls and errors by function are its own series, labelled with its pid and the function: one per
+     * function it called; keys of a process without totals, garbled counts and empty names are left out.
+     */
+    @Test
+    void aProcessCallsByFunctionAreOneCounterPerPidAndFunction() throws Exception {
+        Properties status = new Properties();
+        status.setProperty("process.7.calls", "5");
+        status.setProperty("process.7.calls.cuInit", "1");
+        status.setProperty("process.7.errors.cuInit", "0");
+        status.setProperty("process.7.calls.cuMemAlloc_v2", "4");
+        status.setProperty("process.7.errors.cuMemAlloc_v2", "2");
+        status.setProperty("process.7.calls.", "9");
+        status.setProperty("process.7.calls.garbled", "x");
+        status.setProperty("process.8.calls.cuInit", "3");
+        String text = text(VmFigures.read(status, "vm1", "u-1"));
+
+        assertTrue(text.contains("# TYPE ivcuda_process_calls_total counter\n"), text);
+        assertEquals(List.of(
+                "ivcuda_process_calls_total{domain=\"vm1\",function=\"cuInit\",pid=\"7\",uuid=\"u-1\"} 1.0",
+                "ivcuda_process_calls_total{domain=\"vm1\",function=\"cuMemAlloc_v2\",pid=\"7\",uuid=\"u-1\"} 4.0"),
+                text.lines().filter(l -> l.startsWith("ivcuda_process_calls_total{")).sorted().toList());
+        assertEquals(List.of(
+                "ivcuda_process_call_errors_total{domain=\"vm1\",function=\"cuInit\",pid=\"7\",uuid=\"u-1\"} 0.0",
+                "ivcuda_process_call_errors_total{domain=\"vm1\",function=\"cuMemAlloc_v2\",pid=\"7\",uuid=\"u-1\"} 2.0"),
+                text.lines().filter(l -> l.startsWith("ivcuda_process_call_errors_total{")).sorted().toList());
+    }
+
     /** Every metric family written is a row of docs/operations.md's "Metrics" table, under its exposed name. */
     @Test
     void everyMetricIsInTheOperationsMetricsTable() throws Exception {
@@ -50,6 +78,7 @@ class MetricsExpositionTest {
         Properties status = new Properties();
         status.setProperty("refusals.x", "1");
         status.setProperty("process.7.calls", "1");
+        status.setProperty("process.7.calls.cuInit", "1");
         for (var family : MetricsExposition.snapshots(List.of(VmFigures.read(status, "vm", "u"))))  {
             String name = family.getMetadata().getPrometheusName()
                     + (family instanceof io.prometheus.metrics.model.snapshots.CounterSnapshot ? "_total" : "");

@@ -12,12 +12,13 @@ public final class Owner {
     private final VirtualMemory vmm;
     /** The handle id of the pool cuDeviceSetMemPool made current for this process; 0: the device's. */
     private final AtomicLong currentPool = new AtomicLong();
-    private final CallMetrics metrics = CallMetrics.totals();
+    private final CallMetrics metrics = new CallMetrics();
     private final DeviceOutput output;
     /** JIT log bytes its live link states hold ({@link JitLogBudget}). */
     private final AtomicLong jitLogBytes = new AtomicLong();
     private volatile boolean closed;
     private final AtomicBoolean reclaimed = new AtomicBoolean();
+    private final AtomicBoolean unmeasuredImageLogged = new AtomicBoolean();
 
     /** An owner with the default limits (tests). */
     public Owner(long token) {
@@ -68,6 +69,11 @@ public final class Owner {
 
     public AtomicLong jitLogBytes() {
         return jitLogBytes;
+    }
+
+    /** True the first time only: an image whose module-scope variables cannot be measured is logged once a process. */
+    public boolean firstUnmeasuredImage() {
+        return unmeasuredImageLogged.compareAndSet(false, true);
     }
 
     public boolean closed() {

@@ -38,12 +38,13 @@ public final class Vm {
     private final Limits limits;
     private final HandleTable handles;
     private final RefusalLog refusals;
-    private final CallMetrics metrics = CallMetrics.byFunction();
+    private final CallMetrics metrics = new CallMetrics();
     private final PoolAllocator pool;
     private final Map<Long, Owner> owners = new ConcurrentHashMap<>();
     private final ReclaimedTokens reclaimed;
     private final Map<String, Image> images = new ConcurrentHashMap<>();
     private final AtomicLong allocated = new AtomicLong();
+    private final LoadedGlobals loadedGlobals = new LoadedGlobals();
     private final HostGpu gpu;
     private final AtomicLong moduleUnloads = new AtomicLong();
     /** The processes' integrity oracles (docs/export-tables.md). */
@@ -228,6 +229,16 @@ public final class Vm {
         moduleUnloads.incrementAndGet();
     }
 
+    /** The quota held for loaded modules' and libraries' module-scope variables. */
+    public LoadedGlobals loadedGlobals() {
+        return loadedGlobals;
+    }
+
+    /** A module (or library) went: the quota its module-scope variables held is given back. */
+    public void globalsReleased(boolean library, long nativeObject) {
+        release(loadedGlobals.released(library, nativeObject));
+    }
+
     /** Reserves quota for {@code bytes}; false (and a log line) when the VM's quota would be exceeded. */
     public boolean reserve(long bytes, String who) {
         return reserve(bytes, who, null);
@@ -384,6 +395,7 @@ public final class Vm {
                         // a library's module goes with its library
                         if (!libraries.isLibraryModule(e.nativeValue())) {
                             inContext.run(e.extra(), out, () -> backend.moduleUnload(e.nativeValue()));
+                            globalsReleased(false, e.nativeValue());
                             moduleUnloaded();
                         }
                     }
@@ -395,6 +407,7 @@ public final class Vm {
                     case HandleTable.KIND_LIBRARY -> {
                         libraries.forget(e.nativeValue());
                         backend.libraryUnload(e.nativeValue());
+                        globalsReleased(true, e.nativeValue());
                         moduleUnloaded();
                     }
                     case HandleTable.KIND_CTX -> {
@@ -438,6 +451,7 @@ public final class Vm {
             objects++;
             if (kind == HandleTable.KIND_MODULE) {
                 objects += handles.removeDependents(token, HandleTable.KIND_FUNCTION, e.nativeValue(), () -> false);
+                globalsReleased(false, e.nativeValue());
                 moduleUnloaded();
             }
         }

@@ -53,6 +53,17 @@ final class ArrayCopyHandler implements ArraycopyCalls {
         return CuResult.SUCCESS;
     }
 
+    /**
+     * {@code result}, after counting the width·height·depth bytes a successful copy moved between the guest and the
+     * GPU (status and metrics; docs/sharing.md, "Metrics"): the geometry is inside the array, so it does not overflow.
+     */
+    private int counted(int result, boolean toDevice, long width, long height, long depth) {
+        if (result == CuResult.SUCCESS) {
+            session.copied(toDevice, width * height * depth);
+        }
+        return result;
+    }
+
     private static int first(int a, int b) {
         return a != CuResult.SUCCESS ? a : b;
     }
@@ -154,8 +165,8 @@ final class ArrayCopyHandler implements ArraycopyCalls {
         if (ok != CuResult.SUCCESS || dataLength != size) {
             return CuResult.INVALID_VALUE;
         }
-        return toArray(dst, dstX, dstY, dstZ, "data", MEMORYTYPE_HOST, in.addressOffset() + dataIndex, size, width,
-                height, width, height, depth, stream, false);
+        return counted(toArray(dst, dstX, dstY, dstZ, "data", MEMORYTYPE_HOST, in.addressOffset() + dataIndex, size,
+                width, height, width, height, depth, stream, false), true, width, height, depth);
     }
 
     @Override
@@ -175,7 +186,7 @@ final class ArrayCopyHandler implements ArraycopyCalls {
         if (result == CuResult.SUCCESS) {
             r.outbufLength((int) size);
         }
-        return result;
+        return counted(result, false, width, height, depth);
     }
 
     /** An unregistered pool is not pinned: its copies cannot be asynchronous. */
@@ -187,31 +198,31 @@ final class ArrayCopyHandler implements ArraycopyCalls {
     public int ivc_memcpy3d_htoa_pool(Reply r, long dst, long dstX, long dstY, long dstZ, long poolOffsetAddress,
                                       long hostSpan, long hostPitch, long hostHeight, long width, long height,
                                       long depth, long stream) {
-        return toArray(dst, dstX, dstY, dstZ, "poolOffset", MEMORYTYPE_HOST, poolOffsetAddress, hostSpan, hostPitch,
-                hostHeight, width, height, depth, stream, false);
+        return counted(toArray(dst, dstX, dstY, dstZ, "poolOffset", MEMORYTYPE_HOST, poolOffsetAddress, hostSpan,
+                hostPitch, hostHeight, width, height, depth, stream, false), true, width, height, depth);
     }
 
     @Override
     public int ivc_memcpy3d_atoh_pool(Reply r, long poolOffsetAddress, long hostSpan, long hostPitch, long hostHeight,
                                       long src, long srcX, long srcY, long srcZ, long width, long height, long depth,
                                       long stream) {
-        return fromArray("poolOffset", MEMORYTYPE_HOST, poolOffsetAddress, hostSpan, hostPitch, hostHeight, src, srcX,
-                srcY, srcZ, width, height, depth, stream, false);
+        return counted(fromArray("poolOffset", MEMORYTYPE_HOST, poolOffsetAddress, hostSpan, hostPitch, hostHeight, src,
+                srcX, srcY, srcZ, width, height, depth, stream, false), false, width, height, depth);
     }
 
     @Override
     public int ivc_memcpy3d_htoa_pool_async(long dst, long dstX, long dstY, long dstZ, long poolOffsetAddress,
                                             long hostSpan, long hostPitch, long hostHeight, long width, long height,
                                             long depth, long stream) {
-        return toArray(dst, dstX, dstY, dstZ, "poolOffset", MEMORYTYPE_HOST, poolOffsetAddress, hostSpan, hostPitch,
-                hostHeight, width, height, depth, stream, poolIsPinned());
+        return counted(toArray(dst, dstX, dstY, dstZ, "poolOffset", MEMORYTYPE_HOST, poolOffsetAddress, hostSpan,
+                hostPitch, hostHeight, width, height, depth, stream, poolIsPinned()), true, width, height, depth);
     }
 
     @Override
     public int ivc_memcpy3d_atoh_pool_async(long poolOffsetAddress, long hostSpan, long hostPitch, long hostHeight,
                                             long src, long srcX, long srcY, long srcZ, long width, long height,
                                             long depth, long stream) {
-        return fromArray("poolOffset", MEMORYTYPE_HOST, poolOffsetAddress, hostSpan, hostPitch, hostHeight, src, srcX,
-                srcY, srcZ, width, height, depth, stream, poolIsPinned());
+        return counted(fromArray("poolOffset", MEMORYTYPE_HOST, poolOffsetAddress, hostSpan, hostPitch, hostHeight, src,
+                srcX, srcY, srcZ, width, height, depth, stream, poolIsPinned()), false, width, height, depth);
     }
 }

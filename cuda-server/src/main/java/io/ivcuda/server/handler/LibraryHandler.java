@@ -62,7 +62,9 @@ final class LibraryHandler implements LibraryCalls {
         JitLogs logs = (JitLogs) parsed;
         session.keepLoadLogs(logs);
         int result = ImageUpload.load(session, imageHash, imageSize, sendImage,
-                address -> session.cuda.libraryLoadData(session.out, address, logs.options(), logs.values(), logs.count()));
+                ModuleGlobalsQuota.reserving(session, "ivc_library_load", imageSize, true,
+                        address -> session.cuda.libraryLoadData(session.out, address, logs.options(), logs.values(),
+                                logs.count())));
         if (result == CuResult.SUCCESS) {
             r.set(0, session.vm.handles().mint(KIND_LIBRARY, session.token(), session.out.handle, 0));
         }
@@ -116,7 +118,11 @@ final class LibraryHandler implements LibraryCalls {
             ranges.removeGlobal(base);
         }
         session.vm.moduleUnloaded();
-        return session.cuda.libraryUnload(library);
+        int result = session.cuda.libraryUnload(library);
+        if (result == CuResult.SUCCESS) {
+            session.vm.globalsReleased(true, library);
+        }
+        return result;
     }
 
     /** The caller's handle for a native object, an existing one if it has one (kernels, a library's modules). */

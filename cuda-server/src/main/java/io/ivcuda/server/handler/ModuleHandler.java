@@ -38,9 +38,10 @@ final class ModuleHandler implements ModuleCalls {
         }
         JitLogs logs = (JitLogs) parsed;
         session.keepLoadLogs(logs); // read by the guest after the call, failed loads too (the error log)
-        int result = ImageUpload.load(session, imageHash, imageSize, sendImage, address -> logs.count() == 0
-                ? session.cuda.moduleLoadData(session.out, address)
-                : session.cuda.moduleLoadDataEx(session.out, address, logs.count(), logs.options(), logs.values()));
+        int result = ImageUpload.load(session, imageHash, imageSize, sendImage,
+                ModuleGlobalsQuota.reserving(session, "ivc_module_load", imageSize, false, address -> logs.count() == 0
+                        ? session.cuda.moduleLoadData(session.out, address)
+                        : session.cuda.moduleLoadDataEx(session.out, address, logs.count(), logs.options(), logs.values())));
         return result == CuResult.SUCCESS ? minted(r, session.out.handle) : result;
     }
 
@@ -80,6 +81,10 @@ final class ModuleHandler implements ModuleCalls {
         // its functions go first, each once no launch of another thread of the process still uses it
         session.vm.handles().removeDependents(session.token(), KIND_FUNCTION, hmod, session.chunks::stopping);
         session.vm.moduleUnloaded();
-        return session.cuda.moduleUnload(hmod);
+        int result = session.cuda.moduleUnload(hmod);
+        if (result == CuResult.SUCCESS) {
+            session.vm.globalsReleased(false, hmod);
+        }
+        return result;
     }
 }

@@ -91,6 +91,18 @@ final class StridedCopyHandler implements StridedCalls {
         return session.vm.poolDevicePointer() != 0;
     }
 
+    /**
+     * {@code result}, after counting the width·height·depth bytes a successful copy moved between the guest and the
+     * GPU (status and metrics; docs/sharing.md, "Metrics"). The geometry has been held to a checked span of at least
+     * that product, so it does not overflow.
+     */
+    private int counted(int result, boolean toDevice, long width, long height, long depth) {
+        if (result == CuResult.SUCCESS) {
+            session.copied(toDevice, width * height * depth);
+        }
+        return result;
+    }
+
     @Override
     public int ivc_memcpy3d_dtod(Reply r, long dst, long dstSpan, long dstPitch, long dstHeight, long src, long srcSpan,
                                  long srcPitch, long srcHeight, long width, long height, long depth, long stream) {
@@ -121,8 +133,8 @@ final class StridedCopyHandler implements StridedCalls {
                 || !fits("dst", dstSpan, width, height, depth, dstPitch, dstHeight)) {
             return CuResult.INVALID_VALUE;
         }
-        return copyNow(MEMORYTYPE_DEVICE, dst, dstPitch, dstHeight, MEMORYTYPE_HOST, in.addressOffset() + dataIndex,
-                width, height, width, height, depth, stream);
+        return counted(copyNow(MEMORYTYPE_DEVICE, dst, dstPitch, dstHeight, MEMORYTYPE_HOST,
+                in.addressOffset() + dataIndex, width, height, width, height, depth, stream), true, width, height, depth);
     }
 
     @Override
@@ -141,7 +153,7 @@ final class StridedCopyHandler implements StridedCalls {
         if (result == CuResult.SUCCESS) {
             r.outbufLength((int) size);
         }
-        return result;
+        return counted(result, false, width, height, depth);
     }
 
     @Override
@@ -152,8 +164,8 @@ final class StridedCopyHandler implements StridedCalls {
                 || !fits("poolOffset", hostSpan, width, height, depth, hostPitch, hostHeight)) {
             return CuResult.INVALID_VALUE;
         }
-        return copyNow(MEMORYTYPE_DEVICE, dst, dstPitch, dstHeight, MEMORYTYPE_HOST, poolOffsetAddress, hostPitch,
-                hostHeight, width, height, depth, stream);
+        return counted(copyNow(MEMORYTYPE_DEVICE, dst, dstPitch, dstHeight, MEMORYTYPE_HOST, poolOffsetAddress,
+                hostPitch, hostHeight, width, height, depth, stream), true, width, height, depth);
     }
 
     @Override
@@ -164,8 +176,8 @@ final class StridedCopyHandler implements StridedCalls {
                 || !fits("src", srcSpan, width, height, depth, srcPitch, srcHeight)) {
             return CuResult.INVALID_VALUE;
         }
-        return copyNow(MEMORYTYPE_HOST, poolOffsetAddress, hostPitch, hostHeight, MEMORYTYPE_DEVICE, src, srcPitch,
-                srcHeight, width, height, depth, stream);
+        return counted(copyNow(MEMORYTYPE_HOST, poolOffsetAddress, hostPitch, hostHeight, MEMORYTYPE_DEVICE, src,
+                srcPitch, srcHeight, width, height, depth, stream), false, width, height, depth);
     }
 
     @Override
@@ -176,8 +188,9 @@ final class StridedCopyHandler implements StridedCalls {
                 || !fits("poolOffset", hostSpan, width, height, depth, hostPitch, hostHeight)) {
             return CuResult.INVALID_VALUE;
         }
-        return session.cuda.memcpy3D(MEMORYTYPE_DEVICE, dst, dstPitch, dstHeight, MEMORYTYPE_HOST, poolOffsetAddress,
-                hostPitch, hostHeight, width, height, depth, stream, poolIsPinned());
+        return counted(session.cuda.memcpy3D(MEMORYTYPE_DEVICE, dst, dstPitch, dstHeight, MEMORYTYPE_HOST,
+                poolOffsetAddress, hostPitch, hostHeight, width, height, depth, stream, poolIsPinned()), true, width,
+                height, depth);
     }
 
     @Override
@@ -188,8 +201,9 @@ final class StridedCopyHandler implements StridedCalls {
                 || !fits("src", srcSpan, width, height, depth, srcPitch, srcHeight)) {
             return CuResult.INVALID_VALUE;
         }
-        return session.cuda.memcpy3D(MEMORYTYPE_HOST, poolOffsetAddress, hostPitch, hostHeight, MEMORYTYPE_DEVICE, src,
-                srcPitch, srcHeight, width, height, depth, stream, poolIsPinned());
+        return counted(session.cuda.memcpy3D(MEMORYTYPE_HOST, poolOffsetAddress, hostPitch, hostHeight,
+                MEMORYTYPE_DEVICE, src, srcPitch, srcHeight, width, height, depth, stream, poolIsPinned()), false, width,
+                height, depth);
     }
 
     /** A 2D memset's geometry: 1-, 2- or 4-byte elements, rows inside the checked span. */
