@@ -77,8 +77,9 @@ int main(void)
     expect(tiled(&map, 2, dev_mem, fits, NULL) == CUDA_ERROR_INVALID_VALUE, "rank 2 without strides");
     expect(tiled(NULL, 2, dev_mem, fits, strides) == CUDA_ERROR_INVALID_VALUE, "no map");
     static union { CUtensorMap map; unsigned char bytes[2 * sizeof(CUtensorMap)]; } holder;
-    expect(tiled((CUtensorMap *)(void *)(holder.bytes + 8), 2, dev_mem, fits, strides) == CUDA_ERROR_INVALID_VALUE,
-           "a map not 64-byte aligned");
+    /* a map off the 64 bytes cuda.h asks for is encoded, as driver 580 does (the H200, 2026-12-02) */
+    expect(tiled((CUtensorMap *)(void *)(holder.bytes + 8), 2, dev_mem, fits, strides) == CUDA_ERROR_NOT_SUPPORTED,
+           "a map not 64-byte aligned reaches the server");
     /* a host address, and the memory the process freed */
     expect(tiled(&map, 2, (CUdeviceptr)(uintptr_t)&holder, fits, strides) == CUDA_ERROR_INVALID_VALUE,
            "a host address");
