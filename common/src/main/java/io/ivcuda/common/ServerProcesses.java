@@ -38,13 +38,25 @@ public final class ServerProcesses {
 
     /** Processes with an argument that starts with {@code prefix} (a server configuration in the runtime directory). */
     public static List<Long> findWithPrefix(String prefix) {
+        return findWithArgument(argument -> argument.startsWith(prefix) && argument.endsWith(".properties"));
+    }
+
+    /**
+     * Back-end slot relays (docs/backend-domains.md): processes with an argument that is a relay's socket in
+     * {@code runtimeDir}, {@code relay-<back-end uuid>-slot<k>.sock} ({@link BackendPaths#relaySocket}).
+     */
+    public static List<Long> findRelays(Path runtimeDir) {
+        String prefix = runtimeDir.resolve("relay-").toString();
+        return findWithArgument(argument -> argument.startsWith(prefix) && argument.endsWith(".sock"));
+    }
+
+    private static List<Long> findWithArgument(java.util.function.Predicate<String> test) {
         List<Long> pids = new ArrayList<>();
         long self = ProcessHandle.current().pid();
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(PROC, "[0-9]*")) {
             for (Path entry : entries) {
                 long pid = Long.parseLong(entry.getFileName().toString());
-                if (pid != self && matches(entry, argument -> argument.startsWith(prefix) && argument.endsWith(".properties"))
-                        && isAlive(pid)) {
+                if (pid != self && matches(entry, test) && isAlive(pid)) {
                     pids.add(pid);
                 }
             }

@@ -185,7 +185,8 @@ final class Hook {
      * Stops every cuda-server of this host (package removal): each one the runtime directory has an instance
      * configuration for, and any other process started with a configuration from there; removes what
      * belonged to each (region, socket, configuration, pidfile, status file) and every region file of ours
-     * left in {@code shm.dir}; then the MPS control daemon the launcher started, if it did. A stopped server
+     * left in {@code shm.dir}; then the back-ends' slot relays (their sockets and pidfiles too); then the MPS
+     * control daemon the launcher started, if it did. A stopped server
      * marks its region STOPPED first, so the guest library tells its CUDA calls the device is gone; QEMU keeps
      * running on its mapping of the (now unlinked) region. Says on {@code out} what it did, one line per domain
      * (and per MPS action). 0 when nothing of ours runs any more, else 1.
@@ -226,6 +227,25 @@ final class Hook {
         if (!strays.isEmpty()) {
             ServerProcesses.terminate(strays, host.serverStopTimeoutMs());
             out.println("ivcuda: stopped cuda-server processes without a domain: " + strays);
+        }
+        // the back-ends' slot relays (doorbell mode), which the hook starts directly whatever server.launch says;
+        // each names its socket in the runtime directory, and its socket and pidfile go with it
+        List<Long> relays = ServerProcesses.findRelays(host.runtimeDir());
+        if (!relays.isEmpty()) {
+            ServerProcesses.terminate(relays, host.serverStopTimeoutMs());
+            if (ServerProcesses.findRelays(host.runtimeDir()).isEmpty()) {
+                out.println("ivcuda: stopped the back-ends' slot relays: " + relays);
+            } else {
+                out.println("ivcuda: could not stop every back-end slot relay: " + ServerProcesses.findRelays(host.runtimeDir()));
+                failed++;
+            }
+        }
+        for (Path left : listed(host.runtimeDir(), "relay-*")) {
+            try {
+                Files.deleteIfExists(left);
+            } catch (java.io.IOException e) {
+                out.println("ivcuda: could not remove " + left + ": " + e.getMessage());
+            }
         }
         // after the servers, its clients: a daemon left running as server.user keeps that user from being removed
         if (!launcher.stopMpsDaemon(out)) {

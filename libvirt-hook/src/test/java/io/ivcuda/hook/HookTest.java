@@ -324,6 +324,30 @@ class HookTest {
         }
     }
 
+    /** Package removal: a back-end slot relay (started by the hook directly, whatever server.launch says) goes too. */
+    @Test
+    void stopAllStopsTheBackEndsSlotRelays() throws Exception {
+        Files.createDirectories(runtime);
+        Path socket = runtime.resolve("relay-7e57b0c5-1111-4222-8333-944455556666-slot0.sock");
+        Path pidfile = runtime.resolve("relay-7e57b0c5-1111-4222-8333-944455556666-slot0.pid");
+        // a stand-in with the relay's arguments on its command line: sh's $0 and $1
+        Process relay = new ProcessBuilder("sh", "-c", "sleep 300", "relay", socket.toString()).start();
+        Files.writeString(socket, "");
+        Files.writeString(pidfile, relay.pid() + "\n");
+        try {
+            ByteArrayOutputStream said = new ByteArrayOutputStream();
+            Hook hook = new Hook(host, new DirectLauncher(host), new PrintStream(userOutput, true, StandardCharsets.UTF_8));
+            assertEquals(0, hook.stopAll(new PrintStream(said, true, StandardCharsets.UTF_8)));
+            assertTrue(relay.waitFor(10, java.util.concurrent.TimeUnit.SECONDS), "the relay still runs");
+            assertTrue(said.toString(StandardCharsets.UTF_8).contains("stopped the back-ends' slot relays: [" + relay.pid() + "]"),
+                    said.toString(StandardCharsets.UTF_8));
+            assertFalse(Files.exists(socket));
+            assertFalse(Files.exists(pidfile));
+        } finally {
+            relay.destroyForcibly();
+        }
+    }
+
     /**
      * A stand-in for nvidia-cuda-mps-control: {@code -d} leaves a daemon (a loop) whose pid is in the pipe
      * directory, as NVIDIA's writes it; without {@code -d} it passes its stdin's first line on, as the real
