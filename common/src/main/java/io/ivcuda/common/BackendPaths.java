@@ -63,6 +63,14 @@ public record BackendPaths(String backendUuid, Path controlFile, Path runningMar
     }
 
     /**
+     * Who is connected to that relay, which rewrites it at every change ({@code PEER PID UID} a line: peer 0 the
+     * back-end's QEMU, peer 1 the front-end's); {@code ivshmem-provisioner status} shows it.
+     */
+    public Path relayPeers(int slot) {
+        return runtimeDir.resolve("relay-" + backendUuid + "-slot" + slot + ".peers");
+    }
+
+    /**
      * What a back-end device name says: the back-end's UUID and the slot ({@code -1} for the control
      * region). Null for any other name (a host-served VM's {@code ivcuda-UUID} among them).
      */

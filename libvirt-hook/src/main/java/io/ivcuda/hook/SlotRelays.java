@@ -80,7 +80,8 @@ class SlotRelays {
         List<String> args = new ArrayList<>(List.of("--socket", paths.relaySocket(slot).toString(),
                 "--region", paths.slotFile(slot).toString(), "--vectors", Integer.toString(ShmemDevice.DOORBELL_VECTORS),
                 "--backend-uuid", paths.backendUuid(), "--control", paths.controlFile().toString(),
-                "--slot", Integer.toString(slot), "--pidfile", paths.relayPidfile(slot).toString()));
+                "--slot", Integer.toString(slot), "--pidfile", paths.relayPidfile(slot).toString(),
+                "--peers", paths.relayPeers(slot).toString()));
         String uid = host.serverKeys().get(ServerKeys.DOORBELL_PEER_UID.name());
         if (uid != null && !uid.isBlank()) {
             args.addAll(List.of("--peer-uid", uid.trim()));
@@ -95,10 +96,12 @@ class SlotRelays {
             LOG.info("stopping the relay of slot {} of back-end {} (pid {})", slot, paths.backendUuid(), pids);
             ServerProcesses.terminate(pids, host.serverStopTimeoutMs());
         }
-        try {
-            Files.deleteIfExists(paths.relayPidfile(slot));
-        } catch (IOException e) {
-            LOG.warn("cannot remove {}: {}", paths.relayPidfile(slot), e.getMessage());
+        for (Path left : List.of(paths.relayPidfile(slot), paths.relayPeers(slot))) {
+            try {
+                Files.deleteIfExists(left);
+            } catch (IOException e) {
+                LOG.warn("cannot remove {}: {}", left, e.getMessage());
+            }
         }
     }
 }
