@@ -1,7 +1,9 @@
 /* Pinned host memory (cuMemAllocHost, cuMemHostAlloc): carved from the region's pool by
  * the server, which registered the pool with the driver, so a copy from or to it travels
  * as an offset and the GPU DMAs it in place (memory.c). The guest keeps each block with
- * its flags (cuMemHostGetFlags, and the range attributes of pointer.c). */
+ * its flags (cuMemHostGetFlags, and the range attributes of pointer.c) and the context that
+ * was current when it was allocated (CU_POINTER_ATTRIBUTE_CONTEXT: cuda.h, "the CUcontext on
+ * which a pointer was allocated or registered"; portable blocks too). */
 #include "channel.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
@@ -29,6 +31,9 @@ static CUresult host_alloc(void **pp, size_t bytesize, unsigned flags, const cha
     CUresult r;
     if ((region = ivc_region(&r)) == NULL)
         return r;
+    CUcontext context = NULL; /* none current: the allocation is the server's to refuse */
+    if (cuCtxGetCurrent(&context) != CUDA_SUCCESS)
+        context = NULL;
     uint64_t offset = 0;
     r = ivc_host_alloc(&offset, bytesize, flags);
     if (r != CUDA_SUCCESS)
@@ -39,7 +44,7 @@ static CUresult host_alloc(void **pp, size_t bytesize, unsigned flags, const cha
         return CUDA_ERROR_UNKNOWN;
     }
     *pp = ivc_pool_pointer(offset);
-    ivc_range_map_add(&host_map, (uint64_t)(uintptr_t)*pp, bytesize, flags, NULL);
+    ivc_range_map_add_in(&host_map, (uint64_t)(uintptr_t)*pp, bytesize, flags, context);
     return CUDA_SUCCESS;
 }
 

@@ -3,7 +3,8 @@
  * to the server, which answers from the process's device allocations. Attributes this
  * library does not carry answer CUDA_ERROR_NOT_SUPPORTED with a log line. The booleans
  * IS_MANAGED and MAPPED are written as 4 bytes, as MEMORY_TYPE is (callers read them as
- * unsigned int or int). */
+ * unsigned int or int). A pinned block's CONTEXT is the context that was current when it was
+ * allocated; its MEMPOOL_HANDLE is NULL (cuda.h: NULL unless allocated from a mempool). */
 #include "channel.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
@@ -54,6 +55,16 @@ static CUresult pool_attribute(void *data, int attribute, CUdeviceptr ptr)
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
         memcpy(data, &ptr, 8);
         return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_CONTEXT: /* the context current at its cuMemAllocHost/cuMemHostAlloc */
+        if (!ivc_pinned_find((const void *)(uintptr_t)ptr, &block) || block.context == NULL)
+            return CUDA_ERROR_INVALID_VALUE;
+        memcpy(data, &block.context, 8);
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: { /* pinned host memory is never a mempool's */
+        uint64_t none = 0;
+        memcpy(data, &none, 8);
+        return CUDA_SUCCESS;
+    }
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: {
         CUdeviceptr device = 0;
         CUresult r = ivc_host_device_pointer(&device, ivc_pool_offset((void *)(uintptr_t)ptr), 0);

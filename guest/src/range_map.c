@@ -21,7 +21,7 @@ static size_t upper_bound(const struct ivc_range_map *m, uint64_t address)
     return low;
 }
 
-void ivc_range_map_add(struct ivc_range_map *m, uint64_t base, uint64_t size, unsigned flags, CUmodule module)
+static void add(struct ivc_range_map *m, struct ivc_range range)
 {
     pthread_mutex_lock(&m->lock);
     if (m->count == m->capacity) {
@@ -34,11 +34,21 @@ void ivc_range_map_add(struct ivc_range_map *m, uint64_t base, uint64_t size, un
         m->ranges = grown;
         m->capacity = capacity;
     }
-    size_t i = upper_bound(m, base);
+    size_t i = upper_bound(m, range.base);
     memmove(&m->ranges[i + 1], &m->ranges[i], (m->count - i) * sizeof *m->ranges);
-    m->ranges[i] = (struct ivc_range){base, size ? size : 1, flags, module};
+    m->ranges[i] = range;
     m->count++;
     pthread_mutex_unlock(&m->lock);
+}
+
+void ivc_range_map_add(struct ivc_range_map *m, uint64_t base, uint64_t size, unsigned flags, CUmodule module)
+{
+    add(m, (struct ivc_range){base, size ? size : 1, flags, module, NULL});
+}
+
+void ivc_range_map_add_in(struct ivc_range_map *m, uint64_t base, uint64_t size, unsigned flags, CUcontext context)
+{
+    add(m, (struct ivc_range){base, size ? size : 1, flags, NULL, context});
 }
 
 void ivc_range_map_remove(struct ivc_range_map *m, uint64_t base)

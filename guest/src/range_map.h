@@ -13,6 +13,7 @@ struct ivc_range {
     uint64_t size;
     unsigned flags;
     CUmodule module; /* a module's global (gone with the module), or NULL */
+    CUcontext context; /* pinned and registered host memory: the context current at allocation */
 };
 
 struct ivc_range_map {
@@ -27,6 +28,8 @@ struct ivc_range_map {
 /* A range of size 0 is kept as 1 byte, so that its base is found. Without memory for
  * a bigger table the range is not kept. */
 void ivc_range_map_add(struct ivc_range_map *map, uint64_t base, uint64_t size, unsigned flags, CUmodule module);
+/* The same, with the context the range was allocated or registered in (and no module). */
+void ivc_range_map_add_in(struct ivc_range_map *map, uint64_t base, uint64_t size, unsigned flags, CUcontext context);
 /* Removes the range that starts at base, if there is one. */
 void ivc_range_map_remove(struct ivc_range_map *map, uint64_t base);
 /* Removes every range of the module. */

@@ -27,6 +27,9 @@ CUresult cuMemFreeHost(void *);
 CUresult cuMemHostGetFlags(unsigned *, void *);
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *, void *, unsigned);
 CUresult cuPointerGetAttribute(void *, int, CUdeviceptr);
+CUresult cuPointerGetAttributes(unsigned, int *, void **, CUdeviceptr);
+CUresult cuCtxGetCurrent(CUcontext *);
+CUresult cuCtxSetCurrent(CUcontext);
 CUresult cuModuleLoadData(CUmodule *, const void *);
 CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                         void **, void **);
@@ -169,6 +172,27 @@ static void test_pool(void)
     CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)host) == 0
           && type == CU_MEMORYTYPE_HOST);
     CHECK(cuPointerGetAttribute(&type, 6, (CUdeviceptr)(uintptr_t)host) == CUDA_ERROR_NOT_SUPPORTED);
+    /* CONTEXT: the context current at allocation (cudart 11.8's cudaPointerGetAttributes asks
+     * it with the others), not the one current when asked; MEMPOOL_HANDLE: NULL */
+    CUcontext before = NULL, allocated_in = (CUcontext)(uintptr_t)0x0200000200000002ULL, answered = NULL;
+    CHECK(cuCtxGetCurrent(&before) == CUDA_SUCCESS);
+    CHECK(cuCtxSetCurrent(allocated_in) == CUDA_SUCCESS);
+    void *second = NULL;
+    CHECK(cuMemHostAlloc(&second, 64, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS);
+    CHECK(cuCtxSetCurrent(before) == CUDA_SUCCESS);
+    CHECK(cuPointerGetAttribute(&answered, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)(uintptr_t)second + 8) == 0
+          && answered == allocated_in);
+    CHECK(cuPointerGetAttribute(&answered, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)(uintptr_t)host) == 0
+          && answered == before && before != NULL);
+    uint64_t pool_handle = 1;
+    unsigned memory_type = 0, managed = 1;
+    int asked[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                   CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, CU_POINTER_ATTRIBUTE_CONTEXT};
+    void *values[] = {&memory_type, &managed, &pool_handle, &answered};
+    answered = NULL;
+    CHECK(cuPointerGetAttributes(4, asked, values, (CUdeviceptr)(uintptr_t)second) == CUDA_SUCCESS);
+    CHECK(memory_type == CU_MEMORYTYPE_HOST && managed == 0 && pool_handle == 0 && answered == allocated_in);
+    CHECK(cuMemFreeHost(second) == 0);
     fill(host, 100000, 11);
     CUdeviceptr d = 0;
     CHECK(cuMemAlloc_v2(&d, 100000) == 0);

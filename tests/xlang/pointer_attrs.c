@@ -31,6 +31,7 @@ enum {
     RANGE_START_ADDR = 11,
     RANGE_SIZE = 12,
     MAPPED = 13,
+    MEMPOOL_HANDLE = 17,
 };
 #define SENTINEL 0xa5
 
@@ -113,12 +114,14 @@ int main(void)
     expect(cuPointerGetAttribute(&host, HOST_POINTER, d) == CUDA_ERROR_INVALID_VALUE,
            "cuPointerGetAttribute(HOST_POINTER) of device memory is INVALID_VALUE (cuda.h)");
 
-    /* pinned host memory: answered by the guest library (no CONTEXT: it is not carried) */
+    /* pinned host memory: answered by the guest library; CONTEXT is the context current at
+     * allocation (cudart 11.8's cudaPointerGetAttributes asks it with the others) */
     void *pinned;
     CK(cuMemAllocHost(&pinned, 4096));
     CUdeviceptr p = (CUdeviceptr)(uintptr_t)pinned, device_alias;
     CK(cuMemHostGetDevicePointer_v2(&device_alias, pinned, 0));
-    CK(query(p + 10, 1));
+    CK(query(p + 10, 0));
+    expect_value(0, (uint64_t)(uintptr_t)ctx, "pinned: CONTEXT is the context current at allocation");
     expect_value(1, 1, "pinned: MEMORY_TYPE is CU_MEMORYTYPE_HOST");
     expect_value(2, device_alias + 10, "pinned: DEVICE_POINTER is what cuMemHostGetDevicePointer answers");
     expect_value(3, p + 10, "pinned: HOST_POINTER is the pointer");
@@ -129,7 +132,22 @@ int main(void)
     expect_value(7, p, "pinned: RANGE_START_ADDR is the block");
     expect(value(8, "pinned: RANGE_SIZE") >= 4096, "pinned: RANGE_SIZE holds the 4096 bytes");
     expect_value(9, 1, "pinned: MAPPED is 1");
-    expect(query(p, 0) == CUDA_ERROR_NOT_SUPPORTED, "pinned: CONTEXT is not carried: NOT_SUPPORTED, no made-up value");
+    uint64_t pool_handle = ~0ull;
+    expect(cuPointerGetAttribute(&pool_handle, MEMPOOL_HANDLE, p) == CUDA_SUCCESS && pool_handle == 0,
+           "pinned: MEMPOOL_HANDLE is NULL (not a mempool's)");
+    /* a block allocated in another context keeps that context, whatever is current when asked */
+    CUcontext created, answered = NULL;
+    void *elsewhere;
+    CK(cuCtxCreate(&created, 0, dev));
+    CK(cuMemHostAlloc(&elsewhere, 64, 1 /* PORTABLE */));
+    CK(cuCtxSetCurrent(ctx));
+    expect(created != ctx, "cuCtxCreate: a context of its own");
+    expect(cuPointerGetAttribute(&answered, CONTEXT, (CUdeviceptr)(uintptr_t)elsewhere) == CUDA_SUCCESS
+               && answered == created,
+           "pinned in a created context: CONTEXT is that context, not the current one");
+    CK(cuMemFreeHost(elsewhere));
+    CK(cuCtxDestroy(created));
+    CK(cuCtxSetCurrent(ctx));
 
     /* pointers nobody allocated: success, every value NULL (0) */
     static char pageable[64];
