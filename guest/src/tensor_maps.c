@@ -17,11 +17,25 @@
  * the guest does the same: the server encodes into its own aligned buffer and the guest copies the
  * 128 bytes to wherever the caller's map is. */
 
-/* The checks every encoder shares; copies the dims and strides of `rank` into the wire arrays. */
+/* Zeros the wire array `wire` and copies the first `count` entries of the caller's `from` into it. */
+#define FILL(wire, from, count)                                                                                   \
+    do {                                                                                                          \
+        memset(&(wire), 0, sizeof(wire));                                                                         \
+        if ((count) > 0)                                                                                          \
+            memcpy((wire).v, (from), (size_t)(count) * sizeof (from)[0]);                                         \
+    } while (0)
+
+/* The arrays every encoder sends: globalDim, globalStrides (one entry fewer) and elementStrides. */
+typedef struct {
+    ivc_tensor_dims dims;
+    ivc_tensor_strides strides;
+    ivc_tensor_box elements;
+} common_arrays;
+
+/* The checks every encoder shares; copies the common arrays of `rank` into `wire`. */
 static CUresult common(const char *function, CUtensorMap *tensorMap, cuuint32_t rank, cuuint32_t minRank,
                        const cuuint64_t *globalDim, const cuuint64_t *globalStrides,
-                       const cuuint32_t *elementStrides, ivc_tensor_dims *dims, ivc_tensor_strides *strides,
-                       ivc_tensor_box *elements)
+                       const cuuint32_t *elementStrides, common_arrays *wire)
 {
     if (tensorMap == NULL)
         return ivc_null_argument(function, "tensorMap");
@@ -35,13 +49,9 @@ static CUresult common(const char *function, CUtensorMap *tensorMap, cuuint32_t 
         return ivc_null_argument(function, "globalStrides");
     if (elementStrides == NULL)
         return ivc_null_argument(function, "elementStrides");
-    memset(dims, 0, sizeof *dims);
-    memset(strides, 0, sizeof *strides);
-    memset(elements, 0, sizeof *elements);
-    memcpy(dims->v, globalDim, rank * sizeof globalDim[0]);
-    if (rank > 1)
-        memcpy(strides->v, globalStrides, (rank - 1) * sizeof globalStrides[0]);
-    memcpy(elements->v, elementStrides, rank * sizeof elementStrides[0]);
+    FILL(wire->dims, globalDim, rank);
+    FILL(wire->strides, globalStrides, rank - 1);
+    FILL(wire->elements, elementStrides, rank);
     return CUDA_SUCCESS;
 }
 
@@ -60,21 +70,17 @@ IVC_EXPORT CUresult cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDa
                                            CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
                                            CUtensorMapFloatOOBfill oobFill)
 {
-    ivc_tensor_dims dims;
-    ivc_tensor_strides strides;
-    ivc_tensor_box elements;
-    CUresult r = common("cuTensorMapEncodeTiled", tensorMap, tensorRank, 1, globalDim, globalStrides, elementStrides,
-                        &dims, &strides, &elements);
+    common_arrays a;
+    CUresult r = common(__func__, tensorMap, tensorRank, 1, globalDim, globalStrides, elementStrides, &a);
     if (r != CUDA_SUCCESS)
         return r;
     if (boxDim == NULL)
-        return ivc_null_argument("cuTensorMapEncodeTiled", "boxDim");
+        return ivc_null_argument(__func__, "boxDim");
     ivc_tensor_box box;
-    memset(&box, 0, sizeof box);
-    memcpy(box.v, boxDim, tensorRank * sizeof boxDim[0]);
+    FILL(box, boxDim, tensorRank);
     CUtensorMap encoded;
-    r = ivc_tensor_map_encode_tiled(&encoded, tensorDataType, tensorRank, (CUdeviceptr)(uintptr_t)globalAddress, dims,
-                                    strides, box, elements, interleave, swizzle, l2Promotion, oobFill);
+    r = ivc_tensor_map_encode_tiled(&encoded, tensorDataType, tensorRank, (CUdeviceptr)(uintptr_t)globalAddress,
+                                    a.dims, a.strides, box, a.elements, interleave, swizzle, l2Promotion, oobFill);
     return answer(r, tensorMap, &encoded);
 }
 
@@ -86,27 +92,22 @@ IVC_EXPORT CUresult cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUtensorMapD
                                             CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
                                             CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill)
 {
-    ivc_tensor_dims dims;
-    ivc_tensor_strides strides;
-    ivc_tensor_box elements;
-    CUresult r = common("cuTensorMapEncodeIm2col", tensorMap, tensorRank, 3, globalDim, globalStrides, elementStrides,
-                        &dims, &strides, &elements);
+    common_arrays a;
+    CUresult r = common(__func__, tensorMap, tensorRank, 3, globalDim, globalStrides, elementStrides, &a);
     if (r != CUDA_SUCCESS)
         return r;
     if (pixelBoxLowerCorner == NULL)
-        return ivc_null_argument("cuTensorMapEncodeIm2col", "pixelBoxLowerCorner");
+        return ivc_null_argument(__func__, "pixelBoxLowerCorner");
     if (pixelBoxUpperCorner == NULL)
-        return ivc_null_argument("cuTensorMapEncodeIm2col", "pixelBoxUpperCorner");
+        return ivc_null_argument(__func__, "pixelBoxUpperCorner");
     /* the corners of the spatial dimensions: all but the channels (first) and the batch (last) */
     ivc_tensor_corner lower, upper;
-    memset(&lower, 0, sizeof lower);
-    memset(&upper, 0, sizeof upper);
-    memcpy(lower.v, pixelBoxLowerCorner, (tensorRank - 2) * sizeof pixelBoxLowerCorner[0]);
-    memcpy(upper.v, pixelBoxUpperCorner, (tensorRank - 2) * sizeof pixelBoxUpperCorner[0]);
+    FILL(lower, pixelBoxLowerCorner, tensorRank - 2);
+    FILL(upper, pixelBoxUpperCorner, tensorRank - 2);
     CUtensorMap encoded;
-    r = ivc_tensor_map_encode_im2col(&encoded, tensorDataType, tensorRank, (CUdeviceptr)(uintptr_t)globalAddress, dims,
-                                     strides, lower, upper, channelsPerPixel, pixelsPerColumn, elements, interleave,
-                                     swizzle, l2Promotion, oobFill);
+    r = ivc_tensor_map_encode_im2col(&encoded, tensorDataType, tensorRank, (CUdeviceptr)(uintptr_t)globalAddress,
+                                     a.dims, a.strides, lower, upper, channelsPerPixel, pixelsPerColumn, a.elements,
+                                     interleave, swizzle, l2Promotion, oobFill);
     return answer(r, tensorMap, &encoded);
 }
 
@@ -119,17 +120,14 @@ IVC_EXPORT CUresult cuTensorMapEncodeIm2colWide(CUtensorMap *tensorMap, CUtensor
                                                 CUtensorMapIm2ColWideMode mode, CUtensorMapSwizzle swizzle,
                                                 CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill)
 {
-    ivc_tensor_dims dims;
-    ivc_tensor_strides strides;
-    ivc_tensor_box elements;
-    CUresult r = common("cuTensorMapEncodeIm2colWide", tensorMap, tensorRank, 3, globalDim, globalStrides,
-                        elementStrides, &dims, &strides, &elements);
+    common_arrays a;
+    CUresult r = common(__func__, tensorMap, tensorRank, 3, globalDim, globalStrides, elementStrides, &a);
     if (r != CUDA_SUCCESS)
         return r;
     CUtensorMap encoded;
     r = ivc_tensor_map_encode_im2col_wide(&encoded, tensorDataType, tensorRank, (CUdeviceptr)(uintptr_t)globalAddress,
-                                          dims, strides, pixelBoxLowerCornerWidth, pixelBoxUpperCornerWidth,
-                                          channelsPerPixel, pixelsPerColumn, elements, interleave, mode, swizzle,
+                                          a.dims, a.strides, pixelBoxLowerCornerWidth, pixelBoxUpperCornerWidth,
+                                          channelsPerPixel, pixelsPerColumn, a.elements, interleave, mode, swizzle,
                                           l2Promotion, oobFill);
     return answer(r, tensorMap, &encoded);
 }

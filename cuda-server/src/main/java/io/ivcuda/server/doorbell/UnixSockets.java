@@ -1,6 +1,7 @@
 package io.ivcuda.server.doorbell;
 
 import com.sun.jna.Memory;
+import java.lang.ref.Reference;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 
@@ -18,6 +19,7 @@ final class UnixSockets {
     private static final int MSG_CONTROLLEN = 40;
     private static final int MSG_FLAGS = 48;
     private static final int MSGHDR_SIZE = 56;
+    private static final int IOVEC_SIZE = 16;
     // struct cmsghdr: size_t len, int level, int type, data
     private static final int CMSG_DATA = 16;
     private static final int CMSG_LEN_ONE_FD = CMSG_DATA + 4;
@@ -83,24 +85,7 @@ final class UnixSockets {
     private static void send(int fd, long value, int passFd, int flags) {
         Memory payload = new Memory(8);
         payload.setLong(0, value); // JNA writes native order: little-endian on every platform we run on
-        Memory iov = new Memory(16);
-        iov.setPointer(0, payload);
-        iov.setLong(8, 8);
-        Memory msg = new Memory(MSGHDR_SIZE);
-        msg.clear();
-        msg.setPointer(MSG_IOV, iov);
-        msg.setLong(MSG_IOVLEN, 1);
-        if (passFd >= 0) {
-            Memory control = new Memory(CMSG_SPACE_ONE_FD);
-            control.clear();
-            control.setLong(0, CMSG_LEN_ONE_FD);
-            control.setInt(8, Posix.SOL_SOCKET);
-            control.setInt(12, Posix.SCM_RIGHTS);
-            control.setInt(CMSG_DATA, passFd);
-            msg.setPointer(MSG_CONTROL, control);
-            msg.setLong(MSG_CONTROLLEN, CMSG_SPACE_ONE_FD);
-        }
-        long sent = Posix.sendmsg(fd, msg, flags);
+        long sent = sendmsg(fd, payload, passFd >= 0 ? new int[] {passFd} : new int[0], flags);
         if (sent != 8) {
             throw new IllegalStateException("short send on the ivshmem socket: " + sent + " of 8 bytes");
         }
@@ -113,17 +98,9 @@ final class UnixSockets {
     /** Receives one message; null at end of stream. */
     static Message receive(int fd) {
         Memory payload = new Memory(8);
-        Memory iov = new Memory(16);
-        iov.setPointer(0, payload);
-        iov.setLong(8, 8);
         Memory control = new Memory(CMSG_SPACE_ONE_FD);
         control.clear();
-        Memory msg = new Memory(MSGHDR_SIZE);
-        msg.clear();
-        msg.setPointer(MSG_IOV, iov);
-        msg.setLong(MSG_IOVLEN, 1);
-        msg.setPointer(MSG_CONTROL, control);
-        msg.setLong(MSG_CONTROLLEN, CMSG_SPACE_ONE_FD);
+        Memory msg = header(payload, control);
         long got = Posix.recvmsg(fd, msg, 0);
         if (got == 0) {
             return null;
@@ -133,8 +110,7 @@ final class UnixSockets {
         }
         long controlLen = msg.getLong(MSG_CONTROLLEN);
         int passed = -1;
-        if (controlLen >= CMSG_LEN_ONE_FD && control.getInt(8) == Posix.SOL_SOCKET
-                && control.getInt(12) == Posix.SCM_RIGHTS) {
+        if (controlLen >= CMSG_LEN_ONE_FD && isRights(control)) {
             passed = control.getInt(CMSG_DATA);
         }
         return new Message(payload.getLong(0), passed);
@@ -144,25 +120,7 @@ final class UnixSockets {
     static void send(int fd, byte[] bytes, int[] fds) {
         Memory payload = new Memory(bytes.length);
         payload.write(0, bytes, 0, bytes.length);
-        Memory iov = new Memory(16);
-        iov.setPointer(0, payload);
-        iov.setLong(8, bytes.length);
-        Memory msg = new Memory(MSGHDR_SIZE);
-        msg.clear();
-        msg.setPointer(MSG_IOV, iov);
-        msg.setLong(MSG_IOVLEN, 1);
-        if (fds.length > 0) {
-            int space = CMSG_DATA + 4 * ((fds.length + 1) & ~1);
-            Memory control = new Memory(space);
-            control.clear();
-            control.setLong(0, CMSG_DATA + 4L * fds.length);
-            control.setInt(8, Posix.SOL_SOCKET);
-            control.setInt(12, Posix.SCM_RIGHTS);
-            control.write(CMSG_DATA, fds, 0, fds.length);
-            msg.setPointer(MSG_CONTROL, control);
-            msg.setLong(MSG_CONTROLLEN, space);
-        }
-        long sent = Posix.sendmsg(fd, msg, Posix.MSG_NOSIGNAL);
+        long sent = sendmsg(fd, payload, fds, Posix.MSG_NOSIGNAL);
         if (sent != bytes.length) {
             throw new IllegalStateException("short send: " + sent + " of " + bytes.length + " bytes");
         }
@@ -179,25 +137,16 @@ final class UnixSockets {
      */
     static Datagram receive(int fd, int size, int maxFds) {
         Memory payload = new Memory(size);
-        Memory iov = new Memory(16);
-        iov.setPointer(0, payload);
-        iov.setLong(8, size);
-        int controlSpace = CMSG_DATA + 4 * maxFds;
-        Memory control = new Memory(controlSpace);
+        Memory control = new Memory(CMSG_DATA + 4 * maxFds);
         control.clear();
-        Memory msg = new Memory(MSGHDR_SIZE);
-        msg.clear();
-        msg.setPointer(MSG_IOV, iov);
-        msg.setLong(MSG_IOVLEN, 1);
-        msg.setPointer(MSG_CONTROL, control);
-        msg.setLong(MSG_CONTROLLEN, controlSpace);
+        Memory msg = header(payload, control);
         long got = Posix.recvmsg(fd, msg, Posix.MSG_CMSG_CLOEXEC);
         if (got == 0) {
             return null;
         }
         long controlLen = msg.getLong(MSG_CONTROLLEN);
         int[] fds = new int[0];
-        if (controlLen >= CMSG_DATA && control.getInt(8) == Posix.SOL_SOCKET && control.getInt(12) == Posix.SCM_RIGHTS) {
+        if (controlLen >= CMSG_DATA && isRights(control)) {
             long cmsgLen = Math.min(control.getLong(0), controlLen);
             fds = control.getIntArray(CMSG_DATA, (int) Math.max(0, (cmsgLen - CMSG_DATA) / 4));
         }
@@ -210,5 +159,49 @@ final class UnixSockets {
                     + " bytes" : "a message of " + got + " bytes, expected " + size);
         }
         return new Datagram(payload.getByteArray(0, size), fds);
+    }
+
+    /** sendmsg of all of {@code payload} with {@code fds} (none: no ancillary data) as SCM_RIGHTS; the bytes sent. */
+    private static long sendmsg(int fd, Memory payload, int[] fds, int flags) {
+        Memory control = null;
+        if (fds.length > 0) {
+            control = new Memory(CMSG_DATA + 4 * ((fds.length + 1) & ~1)); // CMSG_SPACE: a multiple of 8
+            control.clear();
+            control.setLong(0, CMSG_DATA + 4L * fds.length);
+            control.setInt(8, Posix.SOL_SOCKET);
+            control.setInt(12, Posix.SCM_RIGHTS);
+            control.write(CMSG_DATA, fds, 0, fds.length);
+        }
+        Memory msg = header(payload, control);
+        try {
+            return Posix.sendmsg(fd, msg, flags);
+        } finally {
+            Reference.reachabilityFence(payload);
+            Reference.reachabilityFence(control);
+        }
+    }
+
+    /**
+     * The struct msghdr of one message: one iovec over all of {@code payload} (it lives in the header's own block,
+     * after it) and, unless {@code control} is null, all of {@code control} as the ancillary data — the one builder
+     * for sending and receiving, one descriptor or several.
+     */
+    private static Memory header(Memory payload, Memory control) {
+        Memory msg = new Memory(MSGHDR_SIZE + IOVEC_SIZE);
+        msg.clear();
+        msg.setPointer(MSGHDR_SIZE, payload);
+        msg.setLong(MSGHDR_SIZE + 8, payload.size());
+        msg.setPointer(MSG_IOV, msg.share(MSGHDR_SIZE, IOVEC_SIZE));
+        msg.setLong(MSG_IOVLEN, 1);
+        if (control != null) {
+            msg.setPointer(MSG_CONTROL, control);
+            msg.setLong(MSG_CONTROLLEN, control.size());
+        }
+        return msg;
+    }
+
+    /** Whether the first cmsghdr in {@code control} is SOL_SOCKET / SCM_RIGHTS. */
+    private static boolean isRights(Memory control) {
+        return control.getInt(8) == Posix.SOL_SOCKET && control.getInt(12) == Posix.SCM_RIGHTS;
     }
 }
