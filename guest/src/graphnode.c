@@ -117,6 +117,10 @@ IVC_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
     int result = 0;
     CUgraphNode error_node = NULL, error_from = NULL;
     CUresult r = ivc_graph_exec_update(hGraphExec, hGraph, &result, &error_node, &error_from);
+    /* a refusal (a handle that is not the process's) carries no result info: cuda.h's result for
+     * "passed an invalid value" is CU_GRAPH_EXEC_UPDATE_ERROR, never SUCCESS beside an error */
+    if (r != CUDA_SUCCESS && result == 0)
+        result = 1;
     if (resultInfo != NULL) {
         resultInfo->result = result;
         resultInfo->errorNode = error_node;

@@ -1,7 +1,9 @@
 /* Pointer attributes (cuPointerGetAttribute(s)): a pointer into the pool is pinned host
  * memory and is answered here from what the guest knows of it (pinned.c); any other goes
- * to the server, which asks the driver. Attributes this library does not carry answer
- * CUDA_ERROR_NOT_SUPPORTED with a log line. */
+ * to the server, which answers from the process's device allocations. Attributes this
+ * library does not carry answer CUDA_ERROR_NOT_SUPPORTED with a log line. The booleans
+ * IS_MANAGED and MAPPED are written as 4 bytes, as MEMORY_TYPE is (callers read them as
+ * unsigned int or int). */
 #include "channel.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
@@ -21,6 +23,8 @@ static uint32_t attribute_size(int attribute)
         return 8;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_MAPPED:
         return 4;
     default:
         return 0;
@@ -36,6 +40,17 @@ static CUresult pool_attribute(void *data, int attribute, CUdeviceptr ptr)
         memcpy(data, &type, sizeof type);
         return CUDA_SUCCESS;
     }
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: { /* the VM's one device (cuDeviceGetCount: 1) */
+        int ordinal = 0;
+        memcpy(data, &ordinal, sizeof ordinal);
+        return CUDA_SUCCESS;
+    }
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: /* pinned memory is not managed memory */
+    case CU_POINTER_ATTRIBUTE_MAPPED: {
+        unsigned value = attribute == CU_POINTER_ATTRIBUTE_MAPPED && ivc_pinned_find((const void *)(uintptr_t)ptr, &block);
+        memcpy(data, &value, sizeof value);
+        return CUDA_SUCCESS;
+    }
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
         memcpy(data, &ptr, 8);
         return CUDA_SUCCESS;
@@ -46,6 +61,7 @@ static CUresult pool_attribute(void *data, int attribute, CUdeviceptr ptr)
             memcpy(data, &device, 8);
         return r;
     }
+    case 7: /* BUFFER_ID: the block's address, as the server answers its allocation's for device memory */
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
         if (!ivc_pinned_find((const void *)(uintptr_t)ptr, &block))

@@ -23,6 +23,8 @@ gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/streams" tests
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/vmm" tests/xlang/vmm.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/ordering" tests/xlang/ordering.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/target/generated -Iguest/include -o "$work/pinned" tests/xlang/pinned.c -Lguest/target -lcuda || exit 1
+gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/pointer_attrs" tests/xlang/pointer_attrs.c -Lguest/target -lcuda || exit 1
+gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/graph_update" tests/xlang/graph_update.c -Lguest/target -lcuda || exit 1
 # the one wait for READY (guest/tools/ivcuda-region-wait.c, built with the guest library)
 region_wait=guest/target/ivcuda-region-wait
 
@@ -50,6 +52,11 @@ expect_ok "virtual memory management" "$work/vmm"
 # and when that range is taken in the process the library keeps its own mapping and still works
 expect_ok "pinned pointers are device pointers" "$work/pinned"
 expect_ok "pinned pointers, the server's range occupied" "$work/pinned" occupy
+# cuPointerGetAttributes: ten attributes at once of device, pinned and unknown pointers, each value's
+# size checked; careless numAttributes and arrays refused
+expect_ok "pointer attributes of device, pinned and unknown pointers" "$work/pointer_attrs"
+# cuGraphExecUpdate(_v2) of handles the server refuses: the result info the library writes
+expect_ok "graph exec update: refused handles, CU_GRAPH_EXEC_UPDATE_ERROR" "$work/graph_update"
 # arrays: copies to and from them, texture and surface objects minted and checked (docs/memory.md)
 expect_ok "arrays, texture and surface objects" "$work/arrays"
 # tensor maps: what the server holds to the process's memory before its backend (docs/memory.md)

@@ -19,10 +19,13 @@ final class MemoryHandler implements MemoryCalls {
     private static final int CU_POINTER_ATTRIBUTE_CONTEXT = 1;
     private static final int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
     private static final int CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
+    private static final int CU_POINTER_ATTRIBUTE_HOST_POINTER = 4;
     private static final int CU_POINTER_ATTRIBUTE_BUFFER_ID = 7;
+    private static final int CU_POINTER_ATTRIBUTE_IS_MANAGED = 8;
     private static final int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
     private static final int CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11;
     private static final int CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12;
+    private static final int CU_POINTER_ATTRIBUTE_MAPPED = 13;
     private static final int CU_MEMORYTYPE_DEVICE = 2;
 
     private final Session session;
@@ -189,7 +192,10 @@ final class MemoryHandler implements MemoryCalls {
 
     /**
      * Attributes of a device pointer, answered from the owner's ranges (the guest answers pool
-     * pointers itself). Pointers outside them get CUDA_ERROR_INVALID_VALUE, as from the driver.
+     * pointers itself). Pointers outside them get CUDA_ERROR_INVALID_VALUE, as from the driver, and
+     * so does HOST_POINTER: device memory has no host address (cuda.h, cuPointerGetAttribute);
+     * cuPointerGetAttributes turns both into zeroes. IS_MANAGED (never: managed memory is refused)
+     * and MAPPED (an allocation is mapped) are booleans, written as 4 bytes like MEMORY_TYPE.
      */
     @Override
     public int ivc_pointer_attribute(Reply r, int capacity, int attribute, long ptr) {
@@ -208,9 +214,16 @@ final class MemoryHandler implements MemoryCalls {
                 value = CU_MEMORYTYPE_DEVICE;
                 size = 4;
             }
-            case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL -> {
+            case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_IS_MANAGED -> {
                 value = 0;
                 size = 4;
+            }
+            case CU_POINTER_ATTRIBUTE_MAPPED -> {
+                value = 1;
+                size = 4;
+            }
+            case CU_POINTER_ATTRIBUTE_HOST_POINTER -> {
+                return CuResult.INVALID_VALUE;
             }
             case CU_POINTER_ATTRIBUTE_DEVICE_POINTER -> value = ptr;
             case CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR -> value = range.base();
