@@ -42,7 +42,7 @@ GPU_ARCH=${GPU_ARCH:-sm_90}
 # The driver-API validation programs (gpu/programs/<name>.c), in the order they run: one list for
 # the host (gpu/validate.sh) and the VM (vm/gpu-vm.sh)
 GPU_PROGRAMS=(queries vector_add matmul streams_events pinned_async multi_context_threads kernel_path memory_objects
-              graphs_streams device_printf graph_nodes vmm_pools arrays_textures tensor_map nvml_view jit_logs
+              graphs_streams device_printf graph_nodes graph_mem_nodes vmm_pools arrays_textures tensor_map nvml_view jit_logs
               pinned_kernel busy_reclaim fault_recovery process_isolation) # last: through ivcuda its fault still breaks what runs beside it
 BUILD_DIR=${BUILD_DIR:-$(mktemp -d /tmp/ivcuda-gpu.XXXXXX)}
 REGION_PATH=${REGION_PATH:-/dev/shm/ivcuda-gpu-test}

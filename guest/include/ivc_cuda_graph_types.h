@@ -106,6 +106,8 @@ typedef struct CUDA_CONDITIONAL_NODE_PARAMS {
 #define IVC_NODE_EMPTY 5
 #define IVC_NODE_WAIT_EVENT 6
 #define IVC_NODE_EVENT_RECORD 7
+#define IVC_NODE_MEM_ALLOC 10
+#define IVC_NODE_MEM_FREE 11
 #define IVC_NODE_CONDITIONAL 13
 
 /* CUgraphNodeParams: the type, 3 reserved ints, a 232-byte union, a reserved word */
@@ -121,6 +123,8 @@ typedef struct CUgraphNodeParams_st {
         CUevent event;  /* CUDA_EVENT_RECORD/WAIT_NODE_PARAMS */
         CUDA_MEMCPY_NODE_PARAMS memcpy;
         CUDA_MEMSET_NODE_PARAMS_v2 memset;
+        CUDA_MEM_ALLOC_NODE_PARAMS_v2 alloc;
+        CUDA_MEM_FREE_NODE_PARAMS free;
     } u;
     long long reserved2;
 } CUgraphNodeParams;

@@ -6,7 +6,11 @@
  * operation (add, set, set on an executable graph), the handles it names and the dependencies
  * as (node handle, edge data) pairs. A kernel's parameters are packed as a launch packs them;
  * a copy's sides are reduced as the strided copies reduce them, host sides in pinned memory by
- * pool offset and pageable ones staged (staged_copy.c). */
+ * pool offset and pageable ones staged (staged_copy.c). Memory nodes (section graphmem):
+ * an allocation node's address joins the process's map of device memory until a free node of
+ * it is added, as a cuMemAllocAsync's does until its cuMemFreeAsync. */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "call.h"
@@ -15,6 +19,7 @@
 #include "ivc_api.h"
 #include "launch.h"
 #include "log.h"
+#include "memory.h"
 #include "staged_copy.h"
 #include "strided.h"
 
@@ -358,6 +363,154 @@ static CUresult conditional_node(struct head *h, CUDA_CONDITIONAL_NODE_PARAMS *p
     return CUDA_SUCCESS;
 }
 
+/* ---- memory nodes (section graphmem, docs/graphs.md "Memory nodes") ---- */
+
+/* the most access descriptors one allocation node takes here (the server's bound) */
+#define MAX_GRAPH_ACCESS_DESCS 8
+
+static CUresult mem_alloc_node(struct head *h, CUDA_MEM_ALLOC_NODE_PARAMS_v1 *p, const char *name)
+{
+    const CUmemPoolProps *pool = &p->poolProps;
+    if (pool->allocType != CU_MEM_ALLOCATION_TYPE_PINNED) {
+        ivc_log("%s: nodeParams->poolProps.allocType %d: only CU_MEM_ALLOCATION_TYPE_PINNED is remoted", name,
+                (int)pool->allocType);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (pool->handleTypes != CU_MEM_HANDLE_TYPE_NONE) {
+        ivc_log("%s: nodeParams->poolProps.handleTypes 0x%x: graph allocations take none", name,
+                (unsigned)pool->handleTypes);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (pool->location.type != CU_MEM_LOCATION_TYPE_DEVICE || pool->location.id != 0) {
+        ivc_log("%s: nodeParams->poolProps.location %d/%d: only device 0 (the guest's one device) is remoted", name,
+                (int)pool->location.type, pool->location.id);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (p->accessDescCount > MAX_GRAPH_ACCESS_DESCS) {
+        ivc_log("%s: nodeParams->accessDescCount %zu: at most %d here (the guest sees one device)", name,
+                p->accessDescCount, MAX_GRAPH_ACCESS_DESCS);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (p->accessDescCount > 0 && p->accessDescs == NULL)
+        return ivc_null_argument(name, "nodeParams->accessDescs");
+    int32_t wire[MAX_GRAPH_ACCESS_DESCS * 3];
+    for (size_t i = 0; i < p->accessDescCount; i++) {
+        const CUmemAccessDesc *d = &p->accessDescs[i];
+        if (d->location.type != CU_MEM_LOCATION_TYPE_DEVICE || d->location.id != 0) {
+            ivc_log("%s: nodeParams->accessDescs[%zu].location %d/%d: only device 0 is remoted", name, i,
+                    (int)d->location.type, d->location.id);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        wire[3 * i] = d->location.type;
+        wire[3 * i + 1] = d->location.id;
+        wire[3 * i + 2] = (int32_t)d->flags;
+    }
+    CUdeviceptr dptr = 0;
+    CUresult r = ivc_graph_mem_alloc_node(h->out, &dptr, h->graph, h->count, h->entries, 16 * h->count,
+                                          (int)pool->allocType, (int)pool->handleTypes, (int)pool->location.type,
+                                          pool->location.id, p->bytesize, wire,
+                                          (uint32_t)(p->accessDescCount * 3 * sizeof(int32_t)));
+    if (r == CUDA_SUCCESS) {
+        p->dptr = dptr;
+        ivc_memory_add_allocation(dptr, p->bytesize);
+    }
+    return r;
+}
+
+static CUresult mem_free_node(struct head *h, CUdeviceptr dptr)
+{
+    CUresult r = ivc_graph_mem_free_node(h->out, h->graph, h->count, h->entries, 16 * h->count, dptr);
+    if (r == CUDA_SUCCESS)
+        ivc_memory_remove_allocation(dptr);
+    return r;
+}
+
+IVC_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                           size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
+{
+    struct head h;
+    CUresult r = head_add(&h, phGraphNode, hGraph, dependencies, NULL, numDependencies, "cuGraphAddMemAllocNode");
+    if (r == CUDA_SUCCESS && nodeParams == NULL)
+        r = ivc_null_argument("cuGraphAddMemAllocNode", "nodeParams");
+    return r == CUDA_SUCCESS ? mem_alloc_node(&h, nodeParams, "cuGraphAddMemAllocNode") : r;
+}
+IVC_ALIASES_cuGraphAddMemAllocNode
+
+IVC_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                          size_t numDependencies, CUdeviceptr dptr)
+{
+    struct head h;
+    CUresult r = head_add(&h, phGraphNode, hGraph, dependencies, NULL, numDependencies, "cuGraphAddMemFreeNode");
+    return r == CUDA_SUCCESS ? mem_free_node(&h, dptr) : r;
+}
+IVC_ALIASES_cuGraphAddMemFreeNode
+
+/* The access descriptors cuGraphMemAllocNodeGetParams answers are the node's in CUDA, valid
+ * while it lives: here a record per node asked about, kept until the process exits. */
+struct alloc_node_record {
+    CUgraphNode node;
+    CUmemAccessDesc descs[MAX_GRAPH_ACCESS_DESCS];
+    struct alloc_node_record *next;
+};
+static pthread_mutex_t alloc_records_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct alloc_node_record *alloc_records;
+
+static const CUmemAccessDesc *keep_descs(CUgraphNode node, const int32_t *wire, size_t count)
+{
+    pthread_mutex_lock(&alloc_records_lock);
+    struct alloc_node_record *rec = alloc_records;
+    while (rec != NULL && rec->node != node)
+        rec = rec->next;
+    if (rec == NULL) {
+        rec = calloc(1, sizeof *rec);
+        if (rec != NULL) {
+            rec->node = node;
+            rec->next = alloc_records;
+            alloc_records = rec;
+        }
+    }
+    if (rec != NULL) {
+        /* a node's parameters never change: rewriting them writes the same values */
+        for (size_t i = 0; i < count; i++) {
+            rec->descs[i].location.type = (CUmemLocationType)wire[3 * i];
+            rec->descs[i].location.id = wire[3 * i + 1];
+            rec->descs[i].flags = (CUmemAccess_flags)wire[3 * i + 2];
+        }
+    }
+    pthread_mutex_unlock(&alloc_records_lock);
+    return rec == NULL ? NULL : rec->descs;
+}
+
+IVC_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out)
+{
+    if (params_out == NULL)
+        return ivc_null_argument("cuGraphMemAllocNodeGetParams", "params_out");
+    int alloc_type = 0, handle_types = 0, location_type = 0, location_id = 0;
+    size_t bytesize = 0;
+    CUdeviceptr dptr = 0;
+    uint32_t count = 0;
+    int32_t wire[MAX_GRAPH_ACCESS_DESCS * 3];
+    CUresult r = ivc_graph_mem_alloc_node_params(hNode, &alloc_type, &handle_types, &location_type, &location_id,
+                                                 &bytesize, &dptr, &count, (char *)wire, sizeof wire);
+    if (r != CUDA_SUCCESS)
+        return r;
+    size_t n = count < MAX_GRAPH_ACCESS_DESCS ? count : MAX_GRAPH_ACCESS_DESCS;
+    const CUmemAccessDesc *descs = n == 0 ? NULL : keep_descs(hNode, wire, n);
+    if (n > 0 && descs == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memset(params_out, 0, sizeof *params_out);
+    params_out->poolProps.allocType = (CUmemAllocationType)alloc_type;
+    params_out->poolProps.handleTypes = (CUmemAllocationHandleType)handle_types;
+    params_out->poolProps.location.type = (CUmemLocationType)location_type;
+    params_out->poolProps.location.id = location_id;
+    params_out->accessDescs = descs;
+    params_out->accessDescCount = n;
+    params_out->bytesize = bytesize;
+    params_out->dptr = dptr;
+    return CUDA_SUCCESS;
+}
+IVC_ALIASES_cuGraphMemAllocNodeGetParams
+
 /* ---- the generic forms (CUDA 12.2+) ---- */
 
 /* The kinds with parameters that can also be set; *handled 0 for the others. */
@@ -408,6 +561,17 @@ static CUresult add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraph
         return ivc_graph_add_simple_node(phGraphNode, hGraph, h.count, h.entries, 16 * h.count, 1, p->u.event, NULL);
     case IVC_NODE_CONDITIONAL:
         return conditional_node(&h, &p->u.conditional);
+    case IVC_NODE_MEM_ALLOC: {
+        /* the _v2 struct has the v1 one's fields (cuda.h 13.0); dptr is written back */
+        CUDA_MEM_ALLOC_NODE_PARAMS_v1 a;
+        memcpy(&a, &p->u.alloc, sizeof a);
+        r = mem_alloc_node(&h, &a, name);
+        if (r == CUDA_SUCCESS)
+            p->u.alloc.dptr = a.dptr;
+        return r;
+    }
+    case IVC_NODE_MEM_FREE:
+        return mem_free_node(&h, p->u.free.dptr);
     default:
         ivc_log("%s: node type %d is not remoted by this ivcuda version", name, p->type);
         return CUDA_ERROR_NOT_SUPPORTED;

@@ -580,6 +580,53 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
     case IVC_OP_cuStreamBeginCapture_v2:
         atomic_store(&fake.capturing, 1);
         return CUDA_SUCCESS;
+    case IVC_OP_ivc_graph_mem_alloc_node: { /* (hGraph, count, entries, entriesSize, allocType, handleTypes,
+                                               locationType, locationId, bytesize, descs, descsSize) */
+        atomic_fetch_add(&fake.mem_node_calls, 1);
+        uint64_t length = 0;
+        r_u64(in);
+        r_u64(in);
+        r_buf(in, &length);
+        r_u64(in);
+        for (int k = 0; k < 5; k++)
+            fake.last_alloc[k] = (int64_t)r_u64(in);
+        const uint8_t *descs = r_buf(in, &length);
+        fake.last_alloc[5] = (int64_t)length;
+        for (int k = 0; k < 3 && descs != NULL && length >= 12; k++)
+            fake.last_alloc_desc[k] = (int32_t)ivc_read32(descs + 4 * k);
+        w_u64(out, FAKE_ALLOC_NODE);
+        w_u64(out, FAKE_GRAPH_ALLOC);
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_ivc_graph_mem_free_node: { /* (hGraph, count, entries, entriesSize, dptr) */
+        atomic_fetch_add(&fake.mem_node_calls, 1);
+        uint64_t length = 0;
+        r_u64(in);
+        r_u64(in);
+        r_buf(in, &length);
+        r_u64(in);
+        fake.last_free_dptr = r_u64(in);
+        w_u64(out, FAKE_FREE_NODE);
+        return fake.last_free_dptr == FAKE_GRAPH_ALLOC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
+    case IVC_OP_ivc_graph_mem_alloc_node_params: { /* (hNode, capacity): a pinned 4096 bytes on device 0, read-write */
+        atomic_fetch_add(&fake.mem_node_calls, 1);
+        if (r_u64(in) != FAKE_ALLOC_NODE)
+            return CUDA_ERROR_INVALID_VALUE;
+        r_u64(in);
+        uint64_t outs[7] = {1, 0, 1, 0, 4096, FAKE_GRAPH_ALLOC, 1};
+        for (int k = 0; k < 7; k++)
+            w_u64(out, outs[k]);
+        int32_t desc[3] = {1, 0, 3};
+        w_buf(out, desc, sizeof desc);
+        return CUDA_SUCCESS;
+    }
+    case IVC_OP_cuGraphMemFreeNodeGetParams:
+        atomic_fetch_add(&fake.mem_node_calls, 1);
+        if (r_u64(in) != FAKE_FREE_NODE)
+            return CUDA_ERROR_INVALID_VALUE;
+        w_u64(out, FAKE_GRAPH_ALLOC);
+        return CUDA_SUCCESS;
     case IVC_OP_cuStreamEndCapture: /* the captured graph: the same handle every time */
         atomic_store(&fake.capturing, 0);
         r_u64(in);

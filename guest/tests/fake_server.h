@@ -88,7 +88,18 @@ struct fake_state {
     atomic_uint load_option_pairs;
     char load_log[2][128];
     atomic_ullong current_context;  /* cuCtxSetCurrent's last context (0: the primary context's) */
+    /* graph memory nodes (section graphmem): requests seen, the last allocation node's scalars
+     * (allocType, handleTypes, location type, location id, bytesize, descriptor bytes) and its first
+     * descriptor, the last free node's address */
+    atomic_int mem_node_calls;
+    int64_t last_alloc[6];
+    int32_t last_alloc_desc[3];
+    uint64_t last_free_dptr;
 };
+/* the allocation node's address and node handle the fake server answers (kind 52: graph node) */
+#define FAKE_GRAPH_ALLOC 0xD00100000ULL
+#define FAKE_ALLOC_NODE 0x3400000100000011ULL
+#define FAKE_FREE_NODE 0x3400000100000012ULL
 
 extern struct fake_state fake;
 

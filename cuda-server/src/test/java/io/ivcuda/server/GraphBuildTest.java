@@ -123,6 +123,71 @@ class GraphBuildTest extends HostMemoryGuestCase {
             return r;
         }
 
+        /** Allocation nodes' addresses → their node, as the driver keeps them (GraphMemNodesTest). */
+        final java.util.Map<Long, Long> allocations = new java.util.concurrent.ConcurrentHashMap<>();
+        /** node → {dptr, bytesize, device, access flags or -1} of the allocation nodes; node → dptr of free nodes. */
+        final java.util.Map<Long, long[]> allocNodes = new java.util.concurrent.ConcurrentHashMap<>();
+        final java.util.Map<Long, Long> freeNodes = new java.util.concurrent.ConcurrentHashMap<>();
+
+        @Override
+        public int graphMemAllocNode(Out o, long graph, long deps, long count, int device, long bytesize,
+                                     int[] accessFlags) {
+            int r = record(o, "alloc", NODE_ADD, graph, 0, 0, deps, count, bytesize, device, accessFlags.length);
+            if (r == CuResult.SUCCESS) {
+                long dptr = 0x7f00_0000_0000L + fresh() * 0x10000L;
+                allocations.put(dptr, o.handle);
+                allocNodes.put(o.handle, new long[] {dptr, bytesize, device, accessFlags.length == 0 ? -1 : accessFlags[0]});
+                o.address = dptr;
+            }
+            return r;
+        }
+
+        @Override
+        public int graphMemFreeNode(Out o, long graph, long deps, long count, long dptr) {
+            if (!allocations.containsKey(dptr)) {
+                return CuResult.INVALID_VALUE; // the driver's answer for an address no allocation node made
+            }
+            int r = record(o, "free", NODE_ADD, graph, 0, 0, deps, count, dptr, 0, 0);
+            if (r == CuResult.SUCCESS) {
+                freeNodes.put(o.handle, dptr);
+            }
+            return r;
+        }
+
+        @Override
+        public int graphMemAllocNodeGetParams(Out o, long node) {
+            long[] a = allocNodes.get(node);
+            if (a == null) {
+                return CuResult.INVALID_VALUE;
+            }
+            long p = o.scratch + MEM_ALLOC_NODE_SCRATCH;
+            UnsafeApi.setMemory(p, MEM_ALLOC_NODE_SIZE, (byte) 0);
+            UnsafeApi.putInt(p, 1);
+            UnsafeApi.putInt(p + 8, 1);
+            UnsafeApi.putInt(p + 12, (int) a[2]);
+            long descs = o.scratch + MEM_ALLOC_NODE_SCRATCH_DESCS;
+            if (a[3] >= 0) {
+                UnsafeApi.putInt(descs, 1);
+                UnsafeApi.putInt(descs + 4, (int) a[2]);
+                UnsafeApi.putInt(descs + 8, (int) a[3]);
+                UnsafeApi.putLong(p + MEM_ALLOC_NODE_ACCESS_DESCS, 0x1234);
+                UnsafeApi.putLong(p + MEM_ALLOC_NODE_ACCESS_COUNT, 1);
+            }
+            UnsafeApi.putLong(p + MEM_ALLOC_NODE_BYTESIZE, a[1]);
+            UnsafeApi.putLong(p + MEM_ALLOC_NODE_DPTR, a[0]);
+            return CuResult.SUCCESS;
+        }
+
+        @Override
+        public int graphMemFreeNodeGetParams(Out o, long node) {
+            Long dptr = freeNodes.get(node);
+            if (dptr == null) {
+                return CuResult.INVALID_VALUE;
+            }
+            o.address = dptr;
+            return CuResult.SUCCESS;
+        }
+
         @Override
         public int streamIsCapturing(Out o, long stream) {
             o.value = capturing ? 1 : 0;

@@ -654,6 +654,49 @@ public interface CudaBackend {
         return CuResult.NOT_SUPPORTED;
     }
 
+    // ---- graph memory nodes (docs/graphs.md "Memory nodes") ----
+
+    /** sizeof(CUDA_MEM_ALLOC_NODE_PARAMS) and its fields' offsets (cuda.h 13.0, LP64); CUmemAccessDesc is 12 bytes. */
+    int MEM_ALLOC_NODE_SIZE = 120;
+    int MEM_ALLOC_NODE_ACCESS_DESCS = 88;
+    int MEM_ALLOC_NODE_ACCESS_COUNT = 96;
+    int MEM_ALLOC_NODE_BYTESIZE = 104;
+    int MEM_ALLOC_NODE_DPTR = 112;
+    /** Where {@link #graphMemAllocNodeGetParams} leaves the struct and a copy of its access descriptors in the scratch. */
+    int MEM_ALLOC_NODE_SCRATCH = 64;
+    int MEM_ALLOC_NODE_SCRATCH_DESCS = 256;
+    /** The most access descriptors {@link #graphMemAllocNodeGetParams} copies. */
+    int MEM_ALLOC_NODE_MAX_DESCS = 8;
+
+    /**
+     * Adds an allocation node of a pinned pool on {@code device} (native), with one access descriptor
+     * of {@code device} per entry of {@code accessFlags} → handle (the node), address (the allocation's
+     * address, the driver's nodeParams.dptr).
+     */
+    default int graphMemAllocNode(Out out, long graph, long deps, long count, int device, long bytesize,
+                                  int[] accessFlags) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** Adds a free node of {@code dptr} → handle (the node). */
+    default int graphMemFreeNode(Out out, long graph, long deps, long count, long dptr) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /**
+     * The parameters of an allocation node: the CUDA_MEM_ALLOC_NODE_PARAMS the driver wrote at
+     * scratch + {@link #MEM_ALLOC_NODE_SCRATCH}, and a copy of its first access descriptors (at most
+     * {@link #MEM_ALLOC_NODE_MAX_DESCS}) at scratch + {@link #MEM_ALLOC_NODE_SCRATCH_DESCS}.
+     */
+    default int graphMemAllocNodeGetParams(Out out, long node) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
+    /** → address: the address a free node frees. */
+    default int graphMemFreeNodeGetParams(Out out, long node) {
+        return CuResult.NOT_SUPPORTED;
+    }
+
     // ---- sharing: the host's NVML for the guest's (issue 15, docs/sharing.md) ----
     // Answers are nvmlReturn_t (NvmlResult); a backend without NVML says so: NOT_SUPPORTED.
 

@@ -30,4 +30,8 @@ final class CudaDriverGraphNodes {
     static native int cuGraphExecHostNodeSetParams(long exec, long node, long params);
     static native int cuGraphConditionalHandleCreate(long phandle, long graph, long ctx, int defaultValue, int flags);
     static native int cuGraphAddNode(long pnode, long graph, long deps, long n, long params);
+    static native int cuGraphAddMemAllocNode(long pnode, long graph, long deps, long n, long params);
+    static native int cuGraphAddMemFreeNode(long pnode, long graph, long deps, long n, long dptr);
+    static native int cuGraphMemAllocNodeGetParams(long node, long params);
+    static native int cuGraphMemFreeNodeGetParams(long node, long pdptr);
 }

@@ -1372,6 +1372,77 @@ public final class JnaCudaBackend implements CudaBackend {
         }
     }
 
+    // ---- graph memory nodes ----
+
+    /** CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_LOCATION_TYPE_DEVICE */
+    private static final int ALLOCATION_PINNED = 1;
+    private static final int LOCATION_DEVICE = 1;
+
+    @Override
+    public int graphMemAllocNode(Out o, long graph, long deps, long count, int device, long bytesize,
+                                 int[] accessFlags) {
+        if (!GraphNodes.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        try (NativeStruct d = NativeStruct.zeroed(MEM_ALLOC_NODE_SIZE + 12 * accessFlags.length)) {
+            long p = d.address;
+            long descs = p + MEM_ALLOC_NODE_SIZE;
+            // CUmemPoolProps: allocType, handleTypes (none), location {type, id}; the rest zero
+            UnsafeApi.putInt(p, ALLOCATION_PINNED);
+            UnsafeApi.putInt(p + 8, LOCATION_DEVICE);
+            UnsafeApi.putInt(p + 12, device);
+            for (int i = 0; i < accessFlags.length; i++) {
+                UnsafeApi.putInt(descs + 12L * i, LOCATION_DEVICE);
+                UnsafeApi.putInt(descs + 12L * i + 4, device);
+                UnsafeApi.putInt(descs + 12L * i + 8, accessFlags[i]);
+            }
+            UnsafeApi.putLong(p + MEM_ALLOC_NODE_ACCESS_DESCS, accessFlags.length == 0 ? 0 : descs);
+            UnsafeApi.putLong(p + MEM_ALLOC_NODE_ACCESS_COUNT, accessFlags.length);
+            UnsafeApi.putLong(p + MEM_ALLOC_NODE_BYTESIZE, bytesize);
+            int r = added(o, CudaDriverGraphNodes.cuGraphAddMemAllocNode(s(o, 0), graph, count == 0 ? 0 : deps, count, p));
+            o.address = r == CuResult.SUCCESS ? UnsafeApi.getLong(p + MEM_ALLOC_NODE_DPTR) : 0;
+            return r;
+        }
+    }
+
+    @Override
+    public int graphMemFreeNode(Out o, long graph, long deps, long count, long dptr) {
+        if (!GraphNodes.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        return added(o, CudaDriverGraphNodes.cuGraphAddMemFreeNode(s(o, 0), graph, count == 0 ? 0 : deps, count, dptr));
+    }
+
+    @Override
+    public int graphMemAllocNodeGetParams(Out o, long node) {
+        if (!GraphNodes.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        long p = o.scratch + MEM_ALLOC_NODE_SCRATCH;
+        UnsafeApi.setMemory(p, MEM_ALLOC_NODE_SIZE, (byte) 0);
+        int r = CudaDriverGraphNodes.cuGraphMemAllocNodeGetParams(node, p);
+        if (r == CuResult.SUCCESS) {
+            // the driver's array is the node's: copied while the node lives (this call's thread)
+            long descs = UnsafeApi.getLong(p + MEM_ALLOC_NODE_ACCESS_DESCS);
+            long n = Math.min(Math.max(UnsafeApi.getLong(p + MEM_ALLOC_NODE_ACCESS_COUNT), 0), MEM_ALLOC_NODE_MAX_DESCS);
+            if (descs != 0 && n > 0) {
+                UnsafeApi.copyMemory(descs, o.scratch + MEM_ALLOC_NODE_SCRATCH_DESCS, 12 * n);
+            }
+        }
+        return r;
+    }
+
+    @Override
+    public int graphMemFreeNodeGetParams(Out o, long node) {
+        if (!GraphNodes.LOADED) {
+            return CuResult.NOT_SUPPORTED;
+        }
+        UnsafeApi.putLong(s(o, 0), 0);
+        int r = CudaDriverGraphNodes.cuGraphMemFreeNodeGetParams(node, s(o, 0));
+        o.address = UnsafeApi.getLong(s(o, 0));
+        return r;
+    }
+
     // ---- sharing: the host's NVML for the guest's (issue 15, docs/sharing.md) ----
 
     /** NvmlDriver, loaded on first use: a host without libnvidia-ml.so.1 answers LIBRARY_NOT_FOUND. */

@@ -24,7 +24,7 @@ final class AccessDescs {
      * The flags of each descriptor, in order; null when one is refused (logged through the session,
      * which answers CUDA_ERROR_INVALID_VALUE for a malformed array or bad flags).
      */
-    private static int[] read(Session session, DirectBuffer in, int index, int length) {
+    static int[] read(Session session, DirectBuffer in, int index, int length) {
         if (length == 0 || length % BYTES != 0 || length / BYTES > MAX) {
             session.warn("descs", length + " bytes (1 to " + MAX + " descriptors of " + BYTES + ")",
                     CuResult.INVALID_VALUE);

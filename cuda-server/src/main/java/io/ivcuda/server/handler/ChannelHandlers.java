@@ -34,6 +34,7 @@ public final class ChannelHandlers implements ChannelCalls {
                 new MemOpHandler(session), new HostFnHandler(session), new CaptureHandler(session),
                 new GraphHandler(session), new GraphNodeHandler(session),
                 new GraphBuildHandler(session, launch), new StagedCopyHandler(session), new ConditionalNodeHandler(session),
+                new GraphMemHandler(session),
                 new VmmHandler(session), new CreatedPoolHandler(session),
                 new NvmlHandler(session));
     }
