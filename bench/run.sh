@@ -10,15 +10,8 @@
 # Settings: see gpu/lib.sh; also TOTAL_BUDGET_S (default 330).
 set -uo pipefail
 
-DRY_RUN=0
-case "${1:-}" in
-    --dry-run) DRY_RUN=1 ;;
-    "") ;;
-    *) echo "usage: $0 [--dry-run]" >&2; exit 2 ;;
-esac
-
-# shellcheck source=gpu/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../gpu/lib.sh"
+# shellcheck source=gpu/dry-run-script.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../gpu/dry-run-script.sh"
 
 DEADLINE_S=$(($(date +%s) + ${TOTAL_BUDGET_S:-330}))
 BENCHES=(roundtrip sleep_bench launch_rate bandwidth matmul_e2e)

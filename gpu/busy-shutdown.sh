@@ -23,15 +23,8 @@
 #                                   libcuda and checks its output lines (no server, no SIGTERM)
 set -uo pipefail
 
-DRY_RUN=0
-case "${1:-}" in
-    --dry-run) DRY_RUN=1 ;;
-    "") ;;
-    *) echo "usage: $0 [--dry-run]" >&2; exit 2 ;;
-esac
-
-# shellcheck source=gpu/lib.sh source-path=SCRIPTDIR
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=gpu/dry-run-script.sh source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/dry-run-script.sh"
 
 START_S=$(date +%s)
 DEADLINE_S=$((START_S + ${TOTAL_BUDGET_S:-90}))
@@ -41,12 +34,6 @@ BIN=$BUILD_DIR/programs
 PROBLEMS=()
 LINES=()
 JAVA_PID=
-
-pass() { LINES+=("PASS $*"); log "PASS $*"; }
-fail() { LINES+=("FAIL $*"); problem "$*"; }
-check() { # check <condition status> <text>
-    if [ "$1" = 0 ]; then pass "$2"; else fail "$2"; fi
-}
 
 # Polls (every 0.1 s) until "$@" succeeds or $1 seconds passed; status 0 if it did.
 wait_until() {
@@ -209,13 +196,7 @@ else
 fi
 
 {
-    echo "# ivcuda busy shutdown (issue 13, finding 1c)"
-    echo
-    echo "| | |"
-    echo "|---|---|"
-    echo "| date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
-    echo "| GPU, driver | $(gpu_identity) |"
-    echo "| commit | $(git_commit) |"
+    report_head "ivcuda busy shutdown (issue 13, finding 1c)"
     echo "| mode | $([ "$DRY_RUN" = 1 ] && echo "dry run: no GPU, no server; the program against the CPU mock of libcuda" || echo "SIGTERM to a cuda-server on this host with a worker in cuCtxSynchronize") |"
     echo "| took | $(($(date +%s) - START_S)) s (budget ${TOTAL_BUDGET_S:-90} s) |"
     echo

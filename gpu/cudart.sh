@@ -84,13 +84,7 @@ for p in "${PROGRAMS[@]}"; do
 done
 
 {
-    echo "# Runtime-API programs through ivcuda"
-    echo
-    echo "| | |"
-    echo "|---|---|"
-    echo "| date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
-    echo "| GPU, driver | $(gpu_identity) |"
-    echo "| commit | $(git_commit) |"
+    report_head "Runtime-API programs through ivcuda"
     echo "| toolkit | $("$CUDA_HOME/bin/nvcc" --version 2>/dev/null | tail -1) (static cudart) |"
     echo
     echo "| program | native | ivcuda | equal? | native wall s | ivcuda wall s |"

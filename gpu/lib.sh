@@ -508,6 +508,26 @@ compare_with_native() {
     done
 }
 
+# The head of a report: the title $1, then the rows every report's table starts with (date, GPU and
+# driver, commit); the script's own rows follow.
+report_head() {
+    echo "# $1"
+    echo
+    echo "| | |"
+    echo "|---|---|"
+    echo "| date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
+    echo "| GPU, driver | $(gpu_identity) |"
+    echo "| commit | $(git_commit) |"
+}
+
+# A report's checked lines (gpu/busy-shutdown.sh, gpu/module-globals.sh): LINES holds them as "PASS ..."
+# or "FAIL ..."; a FAIL is a problem too.
+pass() { LINES+=("PASS $*"); log "PASS $*"; }
+fail() { LINES+=("FAIL $*"); problem "$*"; }
+check() { # check <condition status> <text>
+    if [ "$1" = 0 ]; then pass "$2"; else fail "$2"; fi
+}
+
 # The report's verdict lines from PROBLEMS.
 result_lines() {
     local msg

@@ -14,15 +14,8 @@
 #                                    count module memory), no server
 set -uo pipefail
 
-DRY_RUN=0
-case "${1:-}" in
-    --dry-run) DRY_RUN=1 ;;
-    "") ;;
-    *) echo "usage: $0 [--dry-run]" >&2; exit 2 ;;
-esac
-
-# shellcheck source=gpu/lib.sh source-path=SCRIPTDIR
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=gpu/dry-run-script.sh source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/dry-run-script.sh"
 
 START_S=$(date +%s)
 DEADLINE_S=$((START_S + ${TOTAL_BUDGET_S:-120}))
@@ -33,11 +26,6 @@ BIN=$BUILD_DIR/programs
 PROBLEMS=()
 LINES=()
 
-pass() { LINES+=("PASS $*"); log "PASS $*"; }
-fail() { LINES+=("FAIL $*"); problem "$*"; }
-check() { # check <condition status> <text>
-    if [ "$1" = 0 ]; then pass "$2"; else fail "$2"; fi
-}
 lines_of() { grep -v '^ *$' "$1" 2>/dev/null | tr '\n' ';'; }
 
 trap stop_server EXIT
@@ -82,13 +70,7 @@ elif [ "${#PROBLEMS[@]}" = 0 ]; then
 fi
 
 {
-    echo "# ivcuda module globals against the memory quota (issue 15)"
-    echo
-    echo "| | |"
-    echo "|---|---|"
-    echo "| date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
-    echo "| GPU, driver | $(gpu_identity) |"
-    echo "| commit | $(git_commit) |"
+    report_head "ivcuda module globals against the memory quota (issue 15)"
     echo "| mode | $([ "$DRY_RUN" = 1 ] && echo "dry run: no GPU, no server; the program against the CPU mock of libcuda" || echo "natively, then through a cuda-server on this host with memory.quota=${QUOTA_MIB}M") |"
     echo "| took | $(($(date +%s) - START_S)) s (budget ${TOTAL_BUDGET_S:-120} s) |"
     echo

@@ -16,15 +16,8 @@
 # regular expression): only the programs whose name matches, for a short check.
 set -uo pipefail
 
-DRY_RUN=0
-case "${1:-}" in
-    --dry-run) DRY_RUN=1 ;;
-    "") ;;
-    *) echo "usage: $0 [--dry-run]" >&2; exit 2 ;;
-esac
-
-# shellcheck source=gpu/lib.sh source-path=SCRIPTDIR
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=gpu/dry-run-script.sh source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/dry-run-script.sh"
 
 START_S=$(date +%s)
 DEADLINE_S=$((START_S + ${TOTAL_BUDGET_S:-540}))
@@ -153,13 +146,7 @@ else
 fi
 
 {
-    echo "# ivcuda GPU validation"
-    echo
-    echo "| | |"
-    echo "|---|---|"
-    echo "| date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
-    echo "| GPU, driver | $(gpu_identity) |"
-    echo "| commit | $(git_commit) |"
+    report_head "ivcuda GPU validation"
     echo "| mode | $([ "$DRY_RUN" = 1 ] && echo "dry run: no GPU; the native column is the CPU mock of libcuda (gpu/tools/mock_libcuda.c), which checks only the programs' own logic" || echo "native vs ivcuda") |"
     echo "| guest library | ${GUEST_LIB_DIR:-not built}/libcuda.so.1 |"
     echo "| region | $REGION_PATH, $REGION_SIZE bytes |"

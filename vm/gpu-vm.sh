@@ -150,13 +150,7 @@ fi
 compare_with_native vm VM_RC "in the VM"
 
 {
-    echo "# ivcuda GPU validation inside a VM"
-    echo
-    echo "| | |"
-    echo "|---|---|"
-    echo "| date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
-    echo "| GPU, driver | $(gpu_identity) |"
-    echo "| commit | $(git_commit) |"
+    report_head "ivcuda GPU validation inside a VM"
     echo "| command | \`vm/gpu-vm.sh${1:+ $1}\` |"
     echo "| VM | QEMU $(qemu_version), accel **$ACCEL**, $VM_CPUS vCPUs, $VM_MEMORY_MB MiB, guest kernel $(cat "${IVCUDA_VM_BASE:-/nonexistent}/kernel-package" 2>/dev/null || sed -n 's/^guest: .*vmlinuz (\(.*\)), .*/\1/p' "$OUT/logs/build-guest.log" 2>/dev/null) |"
     if [ "$DOORBELL" = 1 ]; then

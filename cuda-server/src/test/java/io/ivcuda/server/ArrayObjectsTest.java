@@ -22,24 +22,20 @@ import org.junit.jupiter.api.Test;
  * the array, handles are the process's own, quota is counted and given back at destroy and exit.
  * Texture and surface objects are minted and checked here, never sampled (no kernel runs).
  */
-class ArrayObjectsTest extends HostMemoryGuestCase {
+class ArrayObjectsTest extends OneProcessCase {
     static final long TOKEN = (4545L << 32) | 0x55;
     static final int FLOAT = 0x20;
     static final int UINT8 = 0x01;
     /** 8 rows of 16 floats: 512 bytes; the quota holds two such arrays, not three. */
     static final long QUOTA = 1100;
 
-    Channel c;
-
-    @Override
-    long token() {
-        return TOKEN;
+    ArrayObjectsTest() {
+        super(TOKEN);
     }
 
     @BeforeEach
     void start() throws Exception {
-        start(new HostMemoryBackend(), "memory.quota=" + QUOTA, "wait.park.max.us=200");
-        c = hello(0, TOKEN);
+        startAndHello(new HostMemoryBackend(), "memory.quota=" + QUOTA);
     }
 
     private long array(Channel channel, long width, long height, int format, int channels) {

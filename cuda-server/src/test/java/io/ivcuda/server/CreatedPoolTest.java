@@ -17,22 +17,18 @@ import org.junit.jupiter.api.Test;
  * created pool is the process's own, destroyed by it or at reclaim, and the current pool is per
  * process. The GPU path: gpu/programs/vmm_pools.c.
  */
-class CreatedPoolTest extends HostMemoryGuestCase {
+class CreatedPoolTest extends OneProcessCase {
     static final long TOKEN = (4747L << 32) | 0x55;
     static final int PINNED = 1;
     static final int RELEASE_THRESHOLD = 4;
 
-    Channel c;
-
-    @Override
-    long token() {
-        return TOKEN;
+    CreatedPoolTest() {
+        super(TOKEN);
     }
 
     @BeforeEach
     void start() throws Exception {
-        start(new HostMemoryBackend(), "memory.quota=65536", "wait.park.max.us=200");
-        c = hello(0, TOKEN);
+        startAndHello(new HostMemoryBackend(), "memory.quota=65536");
     }
 
     private long createPool(Channel ch) {

@@ -3,7 +3,6 @@ package io.ivcuda.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.ivcuda.server.FakeGuest.Channel;
-import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.gen.Requests;
@@ -11,48 +10,19 @@ import java.io.IOException;
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.List;
 import java.util.Properties;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A server on a host-memory backend (or a stand-in derived from it) and a fake guest of it:
  * {@link #greeted} speaks for the test's process ({@link #token()}), {@link #hello} for any other;
  * {@link #status} reads what the server reports of it all.
  */
-abstract class HostMemoryGuestCase {
-    static final long SIZE = 32L << 20;
-
-    @TempDir
-    Path dir;
-    ServerConfig config;
-    CudaServer server;
-    FakeGuest guest;
-
+abstract class HostMemoryGuestCase extends ServerCase {
     abstract long token();
 
     /** @param settings more server settings ({@code key=value}) */
     void start(HostMemoryBackend backend, String... settings) throws Exception {
-        Path region = dir.resolve("region");
-        List<String> all = new java.util.ArrayList<>(List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory"));
-        all.addAll(List.of(settings));
-        config = ServerConfig.load(List.of(), all);
-        server = new CudaServer(config, backend);
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-    }
-
-    @AfterEach
-    void stop() {
-        if (guest != null) {
-            guest.close();
-        }
-        if (server != null) {
-            server.close();
-        }
+        startServer("region", 4, backend, settings);
     }
 
     /**
@@ -76,22 +46,10 @@ abstract class HostMemoryGuestCase {
         return c;
     }
 
-    /** Channel {@code index} claimed by the process {@code token} and greeted, nothing more. */
-    Channel hello(int index, long token) {
-        Channel c = guest.claim(index, token);
-        assertEquals(CuResult.SUCCESS, c.hello().result());
-        return c;
-    }
-
     /** Channel {@code index} of the process {@code token}, greeted, with a context it created current. */
     Channel withContext(int index, long token) {
         Channel c = hello(index, token);
         assertEquals(CuResult.SUCCESS, c.call(Requests.cuCtxCreate_v2(0, 0)).result());
         return c;
-    }
-
-    static long ok(Response r) {
-        assertEquals(CuResult.SUCCESS, r.result());
-        return r.out(0);
     }
 }

@@ -8,24 +8,18 @@ import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.backend.CuResult;
-import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.server.gen.Requests;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Path;
-import java.util.List;
 import org.agrona.UnsafeApi;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The module and launch path over a backend that records what reaches the driver: images
  * streamed and kept by hash, the parameter layout, and the rebuilt {@code void**}.
  */
-class LaunchAndModuleTest {
-    static final long SIZE = 32L << 20;
+class LaunchAndModuleTest extends ServerCase {
     static final long TOKEN = (77L << 32) | 5;
 
     /** kernel(int a, double b, char c, void *p): offsets 0, 8, 16, 24. */
@@ -76,26 +70,12 @@ class LaunchAndModuleTest {
         }
     }
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
     KernelBackend backend;
 
     @BeforeEach
     void start() throws Exception {
-        Path region = dir.resolve("region");
         backend = new KernelBackend();
-        server = new CudaServer(ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory")), backend);
-        server.start();
-        guest = new FakeGuest(region, SIZE);
-    }
-
-    @AfterEach
-    void stop() {
-        guest.close();
-        server.close();
+        startServer("region", 4, backend);
     }
 
     static long fnv1a(byte[] b) {

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
  * allocated), and a load beyond the quota is refused with CUDA_ERROR_OUT_OF_MEMORY before the driver sees it.
  * The images are nvcc's (ModuleFootprintTest); the stand-in driver is a compute capability 9.0 device.
  */
-class ModuleGlobalsQuotaTest extends HostMemoryGuestCase {
+class ModuleGlobalsQuotaTest extends OneProcessCase {
     static final long TOKEN = (1717L << 32) | 0x17;
     static final long QUOTA = 8L << 20;
 
@@ -61,18 +61,14 @@ class ModuleGlobalsQuotaTest extends HostMemoryGuestCase {
     }
 
     LoadingBackend backend;
-    Channel c;
-
-    @Override
-    long token() {
-        return TOKEN;
+    ModuleGlobalsQuotaTest() {
+        super(TOKEN);
     }
 
     @BeforeEach
     void start() throws Exception {
         backend = new LoadingBackend();
-        start(backend, "memory.quota=" + QUOTA, "wait.park.max.us=200");
-        c = greeted(0);
+        startAndInit(backend, "memory.quota=" + QUOTA);
     }
 
     private long free() {

@@ -16,20 +16,16 @@ import org.junit.jupiter.api.Test;
  * reclaimed at exit. The host-memory backend has no pool objects, so the pool queries answer
  * CUDA_ERROR_NOT_SUPPORTED there (the GPU path: gpu/programs/memory_objects.c).
  */
-class PoolAllocationTest extends HostMemoryGuestCase {
+class PoolAllocationTest extends OneProcessCase {
     static final long TOKEN = (4545L << 32) | 0x99;
 
-    Channel c;
-
-    @Override
-    long token() {
-        return TOKEN;
+    PoolAllocationTest() {
+        super(TOKEN);
     }
 
     @BeforeEach
     void start() throws Exception {
-        start(new HostMemoryBackend(), "memory.quota=8192", "wait.park.max.us=200");
-        c = hello(0, TOKEN);
+        startAndHello(new HostMemoryBackend(), "memory.quota=8192");
     }
 
     private long allocAsync(long bytes) {

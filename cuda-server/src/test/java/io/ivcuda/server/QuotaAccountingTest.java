@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
  * no graphs of its own): a device pool whose reserved memory exceeds its used memory by
  * {@link #POOL_CACHE}, and {@link #GRAPH_MEMORY} bytes of graph memory.
  */
-class QuotaAccountingTest extends HostMemoryGuestCase {
+class QuotaAccountingTest extends OneProcessCase {
     static final long TOKEN = (1616L << 32) | 0x16;
     static final long MIB = 1 << 20;
     /** Two of the host-memory backend's 2 MiB VMM granules fit the quota, but not beside what the driver holds. */
@@ -73,17 +73,13 @@ class QuotaAccountingTest extends HostMemoryGuestCase {
         }
     }
 
-    Channel c;
-
-    @Override
-    long token() {
-        return TOKEN;
+    QuotaAccountingTest() {
+        super(TOKEN);
     }
 
     @BeforeEach
     void start() throws Exception {
-        start(new DriverHolds(), "memory.quota=" + QUOTA, "wait.park.max.us=200");
-        c = greeted(0);
+        startAndInit(new DriverHolds(), "memory.quota=" + QUOTA);
     }
 
     private long free() {

@@ -13,13 +13,10 @@ import io.ivcuda.server.gen.Requests;
 import io.ivcuda.server.region.Layout;
 import io.ivcuda.wire.ChannelFlyweight;
 import io.ivcuda.wire.RecordFlyweight;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Random;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code limit.ring.bytes}: the ring of each channel as the server's configuration says, written into
@@ -27,42 +24,17 @@ import org.junit.jupiter.api.io.TempDir;
  * comes as a request of the same opcode (docs/protocol.md §6); a tail further ahead than the ring is
  * poisoned against the configured size, not the default one.
  */
-class RingSizeTest {
-    static final long SIZE = 32L << 20;
+class RingSizeTest extends ServerCase {
     static final long TOKEN = (4343L << 32) | 0x77;
     static final int RING = 4096;
 
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
-
     @BeforeEach
     void start() throws Exception {
-        Path region = dir.resolve("region");
-        ServerConfig config = ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=4", "backend=host-memory", "wait.park.max.us=200", "limit.ring.bytes=" + RING));
-        server = new CudaServer(config);
-        server.start();
-        guest = new FakeGuest(region, SIZE);
+        startServer("region", 4, null, "wait.park.max.us=200", "limit.ring.bytes=" + RING);
     }
 
-    @AfterEach
-    void stop() {
-        guest.close();
-        server.close();
-    }
-
-    private Channel greeted(int index, long token) {
-        Channel c = guest.claim(index, token);
-        assertEquals(CuResult.SUCCESS, c.hello().result());
-        return c;
-    }
-
-    private long alloc(Channel c, long bytes) {
-        Response r = c.call(Requests.ivc_mem_alloc(bytes));
-        assertEquals(CuResult.SUCCESS, r.result());
-        return r.out(0);
+    private static long alloc(Channel c, long bytes) {
+        return ok(c.call(Requests.ivc_mem_alloc(bytes)));
     }
 
     @Test
@@ -76,7 +48,7 @@ class RingSizeTest {
 
     @Test
     void recordsWrapTheSmallRingAndRunInOrder() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         long d = alloc(c, 4096);
         for (int i = 0; i < 3000; i++) { // 48-byte records: the 4 KiB ring wraps about 35 times
             c.post(Requests.cuMemsetD8Async(d + (i % 4096), i & 0xff, 1, 0));
@@ -88,7 +60,7 @@ class RingSizeTest {
 
     @Test
     void aRecordLargerThanTheRingComesAsARequestAndIsAnsweredAtOnce() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         int size = 3 * RING / 2; // the guest library's inline async copy of 6 KiB: no ring record can hold it
         assertTrue(RecordFlyweight.LENGTH + 32 + size > RING);
         long d = alloc(c, size);
@@ -108,7 +80,7 @@ class RingSizeTest {
 
     @Test
     void aTailMoreThanTheConfiguredRingAheadPoisons() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         long head = c.c.getLong(ChannelFlyweight.RING_HEAD_OFFSET, FakeGuest.LE);
         // within the default 128 KiB ring, beyond this server's 4 KiB one
         c.c.putLongRelease(ChannelFlyweight.RING_TAIL_OFFSET, head + RING + 8);

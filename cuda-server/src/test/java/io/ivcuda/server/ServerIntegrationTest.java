@@ -11,7 +11,6 @@ import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.server.gen.Requests;
 import io.ivcuda.wire.ChannelFlyweight;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -19,20 +18,12 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.agrona.ExpandableArrayBuffer;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /** A real server over a temp region with the host-memory backend, driven by {@link FakeGuest}. */
-class ServerIntegrationTest {
-    static final long SIZE = 32L << 20;
+class ServerIntegrationTest extends ServerCase {
     static final long TOKEN = (4242L << 32) | 0x1234;
-
-    @TempDir
-    Path dir;
-    CudaServer server;
-    FakeGuest guest;
 
     @BeforeEach
     void start() throws Exception {
@@ -47,30 +38,11 @@ class ServerIntegrationTest {
         if (server != null) {
             stop();
         }
-        Path region = dir.resolve("region-" + quota);
-        ServerConfig config = ServerConfig.load(List.of(), List.of("region.path=" + region, "region.size=" + SIZE,
-                "channel.count=8", "backend=host-memory", "memory.quota=" + quota, "wait.park.max.us=200", extra));
-        server = new CudaServer(config);
-        server.start();
-        guest = new FakeGuest(region, SIZE);
+        startServer("region-" + quota, 8, null, "memory.quota=" + quota, "wait.park.max.us=200", extra);
     }
 
-    @AfterEach
-    void stop() {
-        guest.close();
-        server.close();
-    }
-
-    private Channel greeted(int index, long token) {
-        Channel c = guest.claim(index, token);
-        assertEquals(CuResult.SUCCESS, c.hello().result());
-        return c;
-    }
-
-    private long alloc(Channel c, long bytes) {
-        Response r = c.call(Requests.ivc_mem_alloc(bytes));
-        assertEquals(CuResult.SUCCESS, r.result());
-        return r.out(0);
+    private static long alloc(Channel c, long bytes) {
+        return ok(c.call(Requests.ivc_mem_alloc(bytes)));
     }
 
     @Test
@@ -109,8 +81,8 @@ class ServerIntegrationTest {
 
     @Test
     void primaryContextIsActiveOnlyWhileThisProcessRetainsIt() {
-        Channel a = greeted(0, TOKEN);
-        Channel b = greeted(1, TOKEN + 1);
+        Channel a = hello(0, TOKEN);
+        Channel b = hello(1, TOKEN + 1);
         assertEquals(CuResult.SUCCESS, a.call(Requests.cuInit(0)).result());
         assertEquals(CuResult.SUCCESS, b.call(Requests.cuInit(0)).result());
         assertEquals(0, a.call(Requests.cuDevicePrimaryCtxGetState(0)).out(1));
@@ -124,7 +96,7 @@ class ServerIntegrationTest {
 
     @Test
     void aPrimaryContextIsReleasedNeverDestroyedAndADeviceOtherThan0IsRefused() {
-        Channel a = greeted(0, TOKEN);
+        Channel a = hello(0, TOKEN);
         long primary = a.call(Requests.cuDevicePrimaryCtxRetain(0)).out(0);
         assertEquals(CuResult.INVALID_CONTEXT, a.call(Requests.cuCtxDestroy_v2(primary)).result());
         assertEquals(CuResult.SUCCESS, a.call(Requests.cuCtxSetCurrent(primary)).result(),
@@ -138,7 +110,7 @@ class ServerIntegrationTest {
 
     @Test
     void inlineCopiesRoundTripAndOutsideRangesAreRefused() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         long d = alloc(c, 1000);
         byte[] data = new byte[999];
         new Random(1).nextBytes(data);
@@ -153,13 +125,13 @@ class ServerIntegrationTest {
         // inbuf length and its length parameter disagree
         assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_memcpy_htod_inline(d, 0, data, 5)).result());
         // another process's allocation
-        Channel other = greeted(1, TOKEN + 1);
+        Channel other = hello(1, TOKEN + 1);
         assertEquals(CuResult.INVALID_VALUE, other.call(Requests.cuMemsetD8_v2(d, 1, 10)).result());
     }
 
     @Test
     void framingErrorsGetTheRightResult() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         // payload shorter than the params
         assertEquals(CuResult.INVALID_VALUE, c.call(Requests.raw(Opcodes.IVC_MEM_ALLOC)).result());
         // payload longer than the params
@@ -188,7 +160,7 @@ class ServerIntegrationTest {
 
     @Test
     void handlesAreCheckedForKindGenerationAndOwner() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         Response s = c.call(Requests.cuStreamCreate(0));
         assertEquals(CuResult.SUCCESS, s.result());
         long stream = s.out(0);
@@ -198,7 +170,7 @@ class ServerIntegrationTest {
         long event = c.call(Requests.cuEventCreate(0)).out(0);
         assertEquals(CuResult.INVALID_HANDLE, c.call(Requests.cuStreamSynchronize(event)).result());
         // another owner
-        Channel other = greeted(1, TOKEN + 1);
+        Channel other = hello(1, TOKEN + 1);
         assertEquals(CuResult.INVALID_HANDLE, other.call(Requests.cuStreamSynchronize(stream)).result());
         // a destroyed stream (stale generation)
         assertEquals(CuResult.SUCCESS, c.call(Requests.cuStreamDestroy_v2(stream)).result());
@@ -209,7 +181,7 @@ class ServerIntegrationTest {
 
     @Test
     void ringRecordsRunBeforeTheNextSyncCallAndErrorsAreSticky() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         long d = alloc(c, 4096);
         for (int i = 0; i < 3000; i++) { // wraps the 128 KiB ring several times
             c.post(Requests.cuMemsetD8Async(d + (i % 4096), i & 0xff, 1, 0));
@@ -225,7 +197,7 @@ class ServerIntegrationTest {
 
     @Test
     void aCallWithOutputsKeepsThemAndLeavesTheStickyErrorToTheNextCallWithout() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         long d = alloc(c, 4096);
         c.post(Requests.cuMemsetD8Async(d, 1, 1, 0x0500000000000099L)); // a bad stream: kept
         // the allocation succeeds and says where: answering the kept error instead would lose it
@@ -241,7 +213,7 @@ class ServerIntegrationTest {
 
     @Test
     void badRingTotalLenPoisonsTheChannel() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         int ring = c.ring;
         long tail = c.c.getLong(ChannelFlyweight.RING_TAIL_OFFSET, FakeGuest.LE);
         c.c.putInt(ring + (int) (tail & (guest.ringSize - 1)), 12, FakeGuest.LE); // not a multiple of 8
@@ -252,14 +224,14 @@ class ServerIntegrationTest {
 
     @Test
     void tailBeyondHeadPlusRingSizePoisons() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         c.c.putLongRelease(ChannelFlyweight.RING_TAIL_OFFSET, c.c.getLong(ChannelFlyweight.RING_HEAD_OFFSET, FakeGuest.LE) + guest.ringSize + 8);
         assertEquals(CuResult.ILLEGAL_STATE, c.call(Requests.cuCtxSynchronize()).result());
     }
 
     @Test
     void streamedCopiesWithOddSizes() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         for (int size : new int[] {1, guest.windowSize / 2, guest.windowSize / 2 + 1, 3 * guest.windowSize + 12345}) {
             long d = alloc(c, size);
             byte[] data = new byte[size];
@@ -273,7 +245,7 @@ class ServerIntegrationTest {
 
     @Test
     void poolCopiesAreCheckedAgainstTheOwnersBlocks() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         Response a = c.call(Requests.ivc_host_alloc(10000, 0));
         assertEquals(CuResult.SUCCESS, a.result());
         long offset = a.out(0);
@@ -285,7 +257,7 @@ class ServerIntegrationTest {
         // outside the block, outside the pool, someone else's block
         assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_memcpy_htod_pool(d, 0, offset + 8192, 8192)).result());
         assertEquals(CuResult.INVALID_VALUE, c.call(Requests.ivc_memcpy_htod_pool(d, 0, guest.poolSize, 8)).result());
-        Channel other = greeted(1, TOKEN + 1);
+        Channel other = hello(1, TOKEN + 1);
         long d2 = alloc(other, 16);
         assertEquals(CuResult.INVALID_VALUE, other.call(Requests.ivc_memcpy_htod_pool(d2, 0, offset, 16)).result());
         assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_host_free(offset)).result());
@@ -299,7 +271,7 @@ class ServerIntegrationTest {
      */
     @Test
     void theHeaderNamesThePoolsDeviceAddress() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         long field = guest.layout.poolDeviceAddress();
         assertNotEquals(0, field);
         assertEquals(0, field % 4096);
@@ -314,15 +286,15 @@ class ServerIntegrationTest {
         assertEquals(CuResult.SUCCESS, c.call(Requests.cuMemcpyDtoD_v2(field + offset + 8, d, 8)).result());
         assertEquals(0x0102030405060708L, guest.pool().getLong((int) offset + 8, FakeGuest.LE));
         // the device address of another process's block is not this process's to name
-        Channel other = greeted(1, TOKEN + 1);
+        Channel other = hello(1, TOKEN + 1);
         long d2 = alloc(other, 16);
         assertEquals(CuResult.INVALID_VALUE, other.call(Requests.cuMemcpyDtoD_v2(field + offset, d2, 8)).result());
     }
 
     @Test
     void processExitReclaimsEverythingOfTheToken() {
-        Channel c = greeted(0, TOKEN);
-        Channel sibling = greeted(1, TOKEN);
+        Channel c = hello(0, TOKEN);
+        Channel sibling = hello(1, TOKEN);
         alloc(c, 1 << 20);
         alloc(sibling, 1 << 20);
         assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_host_alloc(4096, 0)).result());
@@ -352,7 +324,7 @@ class ServerIntegrationTest {
     @Test
     void quotaRefusesAllocationsBeyondIt() throws Exception {
         start(1 << 20);
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         alloc(c, 600_000);
         assertEquals(CuResult.OUT_OF_MEMORY, c.call(Requests.ivc_mem_alloc(600_000)).result());
     }
@@ -365,7 +337,7 @@ class ServerIntegrationTest {
             for (int t = 0; t < 6; t++) {
                 int index = t;
                 futures.add(pool.submit(() -> {
-                    Channel c = greeted(index, TOKEN + index % 2);
+                    Channel c = hello(index, TOKEN + index % 2);
                     Random random = new Random(index);
                     for (int i = 0; i < 20; i++) {
                         int size = 1 + random.nextInt(guest.windowSize + 5000);
@@ -392,12 +364,12 @@ class ServerIntegrationTest {
 
     @Test
     void goodbyeThenReleaseLetsAnotherThreadTakeTheChannel() throws Exception {
-        Channel c = greeted(2, TOKEN);
+        Channel c = hello(2, TOKEN);
         long d = alloc(c, 64);
         assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_goodbye()).result());
         c.release();
         awaitReleased(c);
-        Channel next = greeted(2, TOKEN);
+        Channel next = hello(2, TOKEN);
         // the process's allocations survive a thread's goodbye
         assertEquals(CuResult.SUCCESS, next.call(Requests.cuMemsetD8_v2(d, 1, 64)).result());
     }
@@ -405,7 +377,7 @@ class ServerIntegrationTest {
     @Test
     void silentOwnerIsReclaimedOnlyWhileTheVmsHeartbeatGoesOn() throws Exception {
         start(0, "owner.timeout.ms=100");
-        Channel c = greeted(3, TOKEN);
+        Channel c = hello(3, TOKEN);
         alloc(c, 4096);
         // nothing moves (a paused VM): the owner keeps its state
         Thread.sleep(500);
@@ -424,7 +396,7 @@ class ServerIntegrationTest {
 
     @Test
     void pointerAttributesComeFromTheOwnersRanges() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         long d = alloc(c, 5000);
         Response type = c.call(Requests.ivc_pointer_attribute(4, 2, d + 10));
         assertEquals(CuResult.SUCCESS, type.result());
@@ -437,7 +409,7 @@ class ServerIntegrationTest {
 
     @Test
     void refusedStreamedCopiesStillMoveEveryChunk() {
-        Channel c = greeted(0, TOKEN);
+        Channel c = hello(0, TOKEN);
         long d = alloc(c, 100);
         byte[] big = new byte[2 * guest.windowSize + 7];
         new Random(3).nextBytes(big);
@@ -459,15 +431,15 @@ class ServerIntegrationTest {
     @Test
     void gpuMayBeNamedByUuid() throws Exception {
         start(0, "gpu=GPU-11111111-1111-1111-1111-111111111111"); // the host-memory device's UUID
-        assertEquals(CuResult.SUCCESS, greeted(0, TOKEN).call(Requests.cuInit(0)).result());
+        assertEquals(CuResult.SUCCESS, hello(0, TOKEN).call(Requests.cuInit(0)).result());
         start(0, "gpu=GPU-22222222-1111-1111-1111-111111111111");
-        assertEquals(CuResult.NO_DEVICE, greeted(0, TOKEN).call(Requests.cuInit(0)).result());
+        assertEquals(CuResult.NO_DEVICE, hello(0, TOKEN).call(Requests.cuInit(0)).result());
     }
 
     @Test
     void anotherProcessMayClaimAReleasedChannelAtOnce() {
         for (int i = 0; i < 30; i++) {
-            Channel c = greeted(4, TOKEN + 2 * i);
+            Channel c = hello(4, TOKEN + 2 * i);
             assertEquals(CuResult.SUCCESS, c.call(Requests.ivc_goodbye()).result());
             c.release();
             // no waiting for the old worker to leave: the new hello must be answered by the right worker

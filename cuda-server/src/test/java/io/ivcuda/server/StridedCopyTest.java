@@ -16,20 +16,16 @@ import org.junit.jupiter.api.Test;
  * backend, whose device memory is host memory: the bytes land where the driver would put them,
  * and every side's span is held to the process's allocations and pool blocks.
  */
-class StridedCopyTest extends HostMemoryGuestCase {
+class StridedCopyTest extends OneProcessCase {
     static final long TOKEN = (4343L << 32) | 0x77;
 
-    Channel c;
-
-    @Override
-    long token() {
-        return TOKEN;
+    StridedCopyTest() {
+        super(TOKEN);
     }
 
     @BeforeEach
     void start() throws Exception {
-        start(new HostMemoryBackend(), "wait.park.max.us=200");
-        c = hello(0, TOKEN);
+        startAndHello(new HostMemoryBackend());
     }
 
     /** An allocation of zeros (the host-memory backend's are not). */

@@ -21,23 +21,18 @@ import org.junit.jupiter.api.Test;
  * host bytes counted against the quota, and a mapping with access set is a range copies may
  * touch. The GPU path: gpu/programs/vmm_pools.c.
  */
-class VirtualMemoryTest extends HostMemoryGuestCase {
+class VirtualMemoryTest extends OneProcessCase {
     static final long TOKEN = (4646L << 32) | 0x77;
     static final long G = 2L << 20; // the host-memory backend's granularity
     static final int PINNED = 1;
 
-    Channel c;
-
-    @Override
-    long token() {
-        return TOKEN;
+    VirtualMemoryTest() {
+        super(TOKEN);
     }
 
     @BeforeEach
     void start() throws Exception {
-        start(new HostMemoryBackend(), "memory.quota=" + (3 * G), "wait.park.max.us=200",
-                "limit.allocations.process=6");
-        c = hello(0, TOKEN);
+        startAndHello(new HostMemoryBackend(), "memory.quota=" + (3 * G), "limit.allocations.process=6");
     }
 
     private long reserve(Channel ch, long bytes) {
