@@ -29,6 +29,26 @@ CUresult ivc_cudart_primary_context(CUcontext *pctx, CUdevice dev)
     return r;
 }
 
+/* Slot 6: cudart 11.8 (not 13.0) loads each fat binary it registered through this slot when a
+ * kernel of it is first launched, with (CUmodule *, the wrapper __cudaRegisterFatBinary got,
+ * NULL, NULL, 0): measured on the H200 (gpu/toolkit118.sh, 2026-12-02, 36 of 42 programs stopped
+ * at "slot 6 is not emulated" with arguments (a stack pointer, a pointer into the program, 0, 0));
+ * public write-ups describe it as slot 1 with extra arguments. With the extras NULL it is slot 1.
+ * What non-NULL extras carry is not known: refused by name rather than guessed. */
+CUresult ivc_cudart_module_from_fatbin_ext(CUmodule *module, const void *wrapper, const void *extra1,
+                                           const void *extra2, unsigned flags)
+{
+    if (extra1 != NULL || extra2 != NULL) {
+        ivc_log("export table CUDART interface (6bd5fb6c) slot 6 with extra arguments %p %p (flags 0x%x) is not "
+                "emulated: CUDA_ERROR_NOT_SUPPORTED",
+                extra1, extra2, flags);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    CUresult r = ivc_cudart_module_from_fatbin(module, wrapper);
+    ivc_trace("CUDART interface slot 6 (module from %p, flags 0x%x) -> %d", wrapper, flags, r);
+    return r;
+}
+
 /* Slot 7: cudart 11.8 calls it while it initialises with (a pointer into the program, a heap
  * pointer, 1, 0x20); what the real driver does with them is not known. Success lets the
  * initialisation go on (measured). */

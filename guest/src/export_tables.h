@@ -19,6 +19,8 @@ const void *ivc_export_table(const unsigned char uuid[16], CUresult *answer, con
 /* cudart_interface.c (6bd5fb6c) */
 CUresult ivc_cudart_module_from_fatbin(CUmodule *module, const void *wrapper);
 CUresult ivc_cudart_primary_context(CUcontext *pctx, CUdevice dev);
+CUresult ivc_cudart_module_from_fatbin_ext(CUmodule *module, const void *wrapper, const void *extra1,
+                                           const void *extra2, unsigned flags);
 CUresult ivc_cudart_slot7(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d);
 
 /* context_local.c (c693336e) */

@@ -23,6 +23,8 @@ typedef void (*hooks_fn)(void **, size_t *);
 typedef CUresult (*integrity_fn)(unsigned, uint64_t, uint64_t *);
 typedef CUresult (*unknown_fn)(void);
 typedef CUresult (*primary_fn)(CUcontext *, CUdevice);
+typedef CUresult (*module_fn)(CUmodule *, const void *);
+typedef CUresult (*module_ext_fn)(CUmodule *, const void *, const void *, const void *, unsigned);
 
 static CUuuid uuid_of(const char *hex)
 {
@@ -138,6 +140,16 @@ static void test_context_local_storage(void)
     const uintptr_t *cudart = table("6bd5fb6c5bf4e74a8987d93912fd9df9", &r);
     CUcontext retained = NULL;
     CHECK(((primary_fn)cudart[2])(&retained, 0) == CUDA_SUCCESS && retained == primary);
+
+    /* slot 6, cudart 11.8's module load: slot 1 when its extras are NULL (a NULL wrapper is slot 1's
+     * INVALID_VALUE, not NOT_SUPPORTED); with extras, whose meaning is unknown, refused */
+    CUmodule loaded = NULL;
+    int extra = 0;
+    CUresult via_slot1 = ((module_fn)cudart[1])(&loaded, NULL);
+    CHECK(via_slot1 == CUDA_ERROR_INVALID_VALUE);
+    CHECK(((module_ext_fn)cudart[6])(&loaded, NULL, NULL, NULL, 0) == via_slot1);
+    CHECK(((module_ext_fn)cudart[6])(&loaded, NULL, &extra, NULL, 0) == CUDA_ERROR_NOT_SUPPORTED);
+    CHECK(((module_ext_fn)cudart[6])(&loaded, NULL, NULL, &extra, 1) == CUDA_ERROR_NOT_SUPPORTED);
     CHECK(put(primary, &key2, &v2, destructor) == CUDA_SUCCESS);
     destructor_calls = 0;
     CHECK(cuDevicePrimaryCtxReset_v2(0) == CUDA_SUCCESS && destructor_calls == 1 && destroyed_value == &v2);
