@@ -113,8 +113,9 @@ stage_host() {
     fi
     install -m 0644 "$repo/templates/log4j2-hook.xml" "$repo/templates/log4j2-provisioner.xml" "$dest/etc/ivcuda/"
     install -m 0644 "$repo/templates/ivcuda-provisioner.service" "$repo/templates/ivcuda-server@.service" \
-        "$repo/templates/ivcuda-mps.service" "$dest/$unit_dir/"
-    sed -i "s/^SupplementaryGroups=.*/SupplementaryGroups=$qemu_group/" "$dest/$unit_dir/ivcuda-server@.service"
+        "$repo/templates/ivcuda-relay@.service" "$repo/templates/ivcuda-mps.service" "$dest/$unit_dir/"
+    sed -i "s/^SupplementaryGroups=.*/SupplementaryGroups=$qemu_group/" "$dest/$unit_dir/ivcuda-server@.service" \
+        "$dest/$unit_dir/ivcuda-relay@.service"
     sed "s/@QEMU_GROUP@/$qemu_group/" "$repo/packaging/files/ivcuda.tmpfiles.in" > "$dest/usr/lib/tmpfiles.d/ivcuda.conf"
     install -m 0644 "$repo/packaging/files/ivcuda.sysusers" "$dest/usr/lib/sysusers.d/ivcuda.conf"
     install -m 0644 "$repo/packaging/files/apparmor-libvirt-qemu" "$dest/etc/apparmor.d/abstractions/libvirt-qemu.d/ivcuda"

@@ -204,6 +204,10 @@ for doc in /usr/share/doc/ivcuda/operations.md /usr/share/doc/ivcuda/grafana-ivc
     [ -f "$doc" ] || fail "$doc is not there as named (compressed by dh_compress?)"
 done
 [ "$(readlink -f "$hook")" = /usr/libexec/ivcuda/50-ivcuda ] || fail "the package's hook is not at $hook"
+# the back-end slot relays' unit (doorbell back-ends under systemd), with QEMU's group as the server unit has it
+for unit in ivcuda-server@.service ivcuda-relay@.service; do
+    grep -q '^SupplementaryGroups=libvirt-qemu$' "/lib/systemd/system/$unit" || fail "no /lib/systemd/system/$unit with QEMU's group"
+done
 [ -x /usr/libexec/ivcuda/ivcuda-integrity-oracle ] || fail "no /usr/libexec/ivcuda/ivcuda-integrity-oracle"
 getent passwd ivcuda >/dev/null || fail "no user ivcuda"
 [ -d /run/ivcuda ] || fail "no /run/ivcuda"

@@ -55,5 +55,62 @@ ln -s ../../../../kernel/iommu_groups/7 "$dev/iommu_group"
 expect 1 "vfio-pci did not take 0000:00:05.0 (its driver is now \"e1000\")" --device 0000:00:05.0 --bind
 expect 64 "unrecognized option '--frobnicate'" --frobnicate
 expect 64 "unexpected argument extra" extra
+expect 64 "--exit-with-parent=x1: not a process id" --exit-with-parent=x1
+
+# --exit-with-parent: a daemon whose starter is SIGKILLed gets SIGTERM from the kernel and stops
+# cleanly (socket removed); without the option it stays. IVCUDA_IRQD_UNWIRED: no vfio needed.
+# gone PID: true once PID no longer runs (5 s at most)
+gone() {
+    i=0
+    while kill -0 "$1" 2>/dev/null; do
+        i=$((i + 1))
+        [ "$i" -lt 100 ] || return 1
+        sleep 0.05
+    done
+}
+for mode in --exit-with-parent --debug; do
+    # the starter: a shell that starts the daemon, writes its pid, then sleeps
+    rm -f "$SYSFS/daemon.pid" "$SYSFS/daemon.log"
+    IVCUDA_IRQD_UNWIRED=4 sh -c '"$0" --socket "$1/parent/irq.sock" "$2" >"$1/daemon.log" 2>&1 & echo $! >"$1/daemon.pid"; exec sleep 60' \
+        "$DAEMON" "$SYSFS" "$mode" </dev/null >/dev/null 2>&1 &
+    shell=$!
+    i=0
+    while { [ ! -S "$SYSFS/parent/irq.sock" ] || [ ! -s "$SYSFS/daemon.pid" ]; } && [ "$i" -lt 100 ]; do i=$((i + 1)); sleep 0.05; done
+    daemon=$(cat "$SYSFS/daemon.pid" 2>/dev/null)
+    if [ ! -S "$SYSFS/parent/irq.sock" ] || [ -z "$daemon" ]; then
+        failed=$((failed + 1)); echo "FAILED: $mode: the unwired daemon did not listen: $(cat "$SYSFS/daemon.log")"
+        kill -9 "$shell" 2>/dev/null; continue
+    fi
+    kill -9 "$shell"
+    wait "$shell" 2>/dev/null
+    if [ "$mode" = --exit-with-parent ]; then
+        if gone "$daemon" && [ ! -e "$SYSFS/parent/irq.sock" ] && grep -q "signal 15: stopping" "$SYSFS/daemon.log"; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1)); echo "FAILED: --exit-with-parent: the daemon outlived its SIGKILLed parent: $(cat "$SYSFS/daemon.log")"
+        fi
+    else
+        sleep 0.3
+        if kill -0 "$daemon" 2>/dev/null; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1)); echo "FAILED: without --exit-with-parent the daemon stopped with its parent"
+        fi
+    fi
+    kill "$daemon" 2>/dev/null
+    gone "$daemon"
+done
+# a starter that is gone before the daemon asked the kernel (it names itself): the daemon does not stay either
+IVCUDA_IRQD_UNWIRED=4 sh -c '"$0" --socket "$1/parent/irq.sock" --exit-with-parent=$$ >"$1/daemon.log" 2>&1 & echo $! >"$1/daemon.pid"' "$DAEMON" "$SYSFS"
+daemon=$(cat "$SYSFS/daemon.pid")
+if gone "$daemon" && [ ! -e "$SYSFS/parent/irq.sock" ]; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1)); echo "FAILED: --exit-with-parent: the daemon of an exited starter stays: $(cat "$SYSFS/daemon.log")"
+    kill "$daemon" 2>/dev/null
+fi
+export IVCUDA_IRQD_UNWIRED=99
+expect 1 "IVCUDA_IRQD_UNWIRED=99: not a vector count 1..64"
+unset IVCUDA_IRQD_UNWIRED
 echo "test_irqd: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -11,6 +11,13 @@
  * longer wired to the device.
  *
  * vfio facts from the kernel's Documentation/driver-api/vfio.rst and <linux/vfio.h>.
+ * --exit-with-parent[=PID] (the back-end agent starts one per doorbell slot, giving its own pid):
+ * the kernel sends SIGTERM when the process that started it ends (prctl(2) PR_SET_PDEATHSIG),
+ * SIGKILL included, so that a killed agent leaves no daemon holding its slot's device; the daemon
+ * then stops as on any SIGTERM. A parent gone before the prctl is seen by getppid() no longer being
+ * PID (without PID: the parent it had when main() began).
+ * Tests only: IVCUDA_IRQD_UNWIRED=N (1..64) serves N eventfds wired to no device, without sysfs
+ * or vfio (tests/test_irqd.sh).
  * Exit status: 0 stopped by SIGTERM/SIGINT; 1 a failure (one message on stderr says what and
  * what to do); 64 usage.
  */
@@ -31,6 +38,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -64,6 +72,8 @@ struct options {
     const char *group;       /* NULL: "ivcuda" where it exists, else root */
     int bind;
     int debug;
+    int exit_with_parent;
+    pid_t parent;            /* --exit-with-parent=PID, or 0: the parent at start */
 };
 
 /* Everything the daemon holds; release() undoes whatever of it is set, in reverse order. */
@@ -103,7 +113,7 @@ static void fail_message(const char *format, ...)
 static void usage(FILE *to)
 {
     fprintf(to,
-            "Usage: %s [--device ADDRESS] [--socket PATH] [--group NAME] [--bind] [--debug]\n"
+            "Usage: %s [--device ADDRESS] [--socket PATH] [--group NAME] [--bind] [--exit-with-parent[=PID]] [--debug]\n"
             "Hands the ivshmem device's MSI-X interrupts to the guest's CUDA processes (doorbell mode).\n"
             "\n"
             "Options:\n"
@@ -112,6 +122,9 @@ static void usage(FILE *to)
             "  --socket PATH     where guest libraries ask for the eventfds (default " DEFAULT_SOCKET ")\n"
             "  --group NAME      the socket's group, mode 0660 (default " DEFAULT_GROUP " if it exists, else root)\n"
             "  --bind            bind the device to vfio-pci first if another driver or none has it\n"
+            "  --exit-with-parent[=PID]  stop (as on SIGTERM) when the process that started it (PID)\n"
+            "                    ends, even if it was killed; do not start if PID is not its parent\n"
+            "                    (the back-end agent's daemons)\n"
             "  --debug           one line per client\n"
             "  -h, --help        show this help and exit\n"
             "  -V, --version     print the version and exit\n"
@@ -686,7 +699,8 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"device", required_argument, NULL, 'd'}, {"socket", required_argument, NULL, 's'},
         {"group", required_argument, NULL, 'g'},  {"bind", no_argument, NULL, 'b'},
         {"debug", no_argument, NULL, 'D'},        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
+        {"version", no_argument, NULL, 'V'},      {"exit-with-parent", optional_argument, NULL, 'P'},
+        {NULL, 0, NULL, 0}};
     *o = (struct options){.socket_path = DEFAULT_SOCKET};
     int option;
     while ((option = getopt_long(argc, argv, "hV", long_options, NULL)) != -1) {
@@ -696,6 +710,20 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'g': o->group = optarg; break;
         case 'b': o->bind = 1; break;
         case 'D': o->debug = 1; break;
+        case 'P':
+            o->exit_with_parent = 1;
+            if (optarg != NULL) {
+                char *end;
+                errno = 0;
+                long pid = strtol(optarg, &end, 10);
+                if (optarg[0] == '\0' || *end != '\0' || errno != 0 || pid < 1 || pid > INT_MAX) {
+                    fail_message("--exit-with-parent=%s: not a process id", optarg);
+                    usage(stderr);
+                    return 0;
+                }
+                o->parent = (pid_t)pid;
+            }
+            break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("ivcuda-guest-irqd (ivcuda) %s\n", IVCUDA_VERSION); exit(0);
         default: usage(stderr); return 0;
@@ -709,11 +737,54 @@ static int parse_options(int argc, char **argv, struct options *o)
     return 1;
 }
 
+/* --exit-with-parent: SIGTERM (blocked by now, read from the signalfd) when the starting process
+ * ends. The kernel sends it when the thread that started us ends (the agent starts its daemons from
+ * its loop thread, which lives as long as it); a parent that died before the prctl is seen by
+ * getppid() no longer being the pid we were started by. */
+static int exit_with_parent(pid_t parent)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) {
+        fail_message("prctl(PR_SET_PDEATHSIG) failed (%s)", strerror(errno));
+        return 0;
+    }
+    if (getppid() != parent) {
+        fail_message("the process that started it (pid %d) is gone: not starting", (int)parent);
+        return 0;
+    }
+    return 1;
+}
+
+/* IVCUDA_IRQD_UNWIRED=N (tests only): N eventfds wired to nothing, no sysfs, no vfio. */
+static int unwired(struct daemon_state *s, const char *count)
+{
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(count, &end, 10);
+    if (*end != '\0' || errno != 0 || n < 1 || n > MAX_VECTORS) {
+        fail_message("IVCUDA_IRQD_UNWIRED=%s: not a vector count 1..%u", count, MAX_VECTORS);
+        return 0;
+    }
+    snprintf(s->address, sizeof s->address, "unwired");
+    s->mode = "unwired (IVCUDA_IRQD_UNWIRED, tests only)";
+    s->vectors = (uint32_t)n;
+    for (uint32_t v = 0; v < s->vectors; v++) {
+        s->eventfds[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (s->eventfds[v] < 0) {
+            fail_message("eventfd for vector %u failed (%s)", v, strerror(errno));
+            return 0;
+        }
+    }
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
+    pid_t parent = getppid(); /* before anything: who started us */
     struct options o;
     if (!parse_options(argc, argv, &o))
         return EXIT_USAGE;
+    if (o.parent != 0)
+        parent = o.parent;
     static struct daemon_state s;
     s.container = s.group = s.device = s.listener = s.signals = -1;
     for (uint32_t v = 0; v < MAX_VECTORS; v++)
@@ -721,9 +792,14 @@ int main(int argc, char **argv)
     const char *root = getenv("IVCUDA_SYSFS_ROOT"); /* tests; the same variable region.c's scan reads */
     snprintf(s.sysfs, sizeof s.sysfs, "%s", root && root[0] ? root : "/sys");
 
-    /* signals first: a SIGTERM during start-up still goes through release() */
-    int ok = open_signals(&s) && find_device(&s, &o) && ensure_vfio_driver(&s, &o) && open_container(&s) &&
-             open_group(&s) && wire_interrupts(&s) && open_socket(&s, &o);
+    const char *test_vectors = getenv("IVCUDA_IRQD_UNWIRED");
+    /* signals first: a SIGTERM during start-up still goes through release() (the parent's death too) */
+    int ok = open_signals(&s) && (!o.exit_with_parent || exit_with_parent(parent)) &&
+             (test_vectors != NULL && test_vectors[0] != '\0'
+                  ? unwired(&s, test_vectors)
+                  : find_device(&s, &o) && ensure_vfio_driver(&s, &o) && open_container(&s) && open_group(&s) &&
+                        wire_interrupts(&s)) &&
+             open_socket(&s, &o);
     if (ok) {
         fprintf(stderr, "%s: device %s, vfio %s (IOMMU group %lu), %u MSI-X vectors, socket %s\n", program,
                 s.address, s.mode, s.iommu_group, s.vectors, s.socket_path);

@@ -34,9 +34,11 @@ public final class AgentKeys {
             "/usr/libexec/ivcuda-backend/ivcuda-guest-irqd",
             "a front-end in doorbell mode: the interrupt daemon the agent (root) starts for the slot's device, words split at "
                     + "spaces; it takes the device through vfio-pci and hands its server the MSI-X eventfds (the front-end's "
-                    + "rings); empty, or when it cannot start: the slot's server polls, and says so in the log");
+                    + "rings); empty, or when it cannot start: the slot's server polls, and says so in the log. It gets "
+                    + "--exit-with-parent=<agent pid> (it stops when the agent ends, even killed): a wrapper must exec it");
     public static final ConfigKey<Path> RUN_DIR = ConfigKey.of("run.dir", KeyType.PATH, Path.of("/run/ivcuda-backend"),
-            "the servers' pidfiles and the agent's record of its children (to stop a previous agent's orphans)");
+            "the servers' pidfiles and the agent's record of its children, servers and interrupt daemons (slotK.server, "
+                    + "slotK.irqd: pid and start time), by which a new agent stops those a killed one left");
     public static final ConfigKey<Long> POLL_MS = ConfigKey.of("poll.ms", MS, 200L,
             "how often the agent beats its heartbeat and reads the host's slot changes").range(10, 2000);
     public static final ConfigKey<Long> STOP_TIMEOUT_MS = ConfigKey.of("stop.timeout.ms", MS, 5000L,

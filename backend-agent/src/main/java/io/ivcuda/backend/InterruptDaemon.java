@@ -15,7 +15,10 @@ import org.apache.logging.log4j.Logger;
  * The interrupt daemon of one doorbell slot's device ({@code irqd.command}, ivcuda-guest-irqd): started by the agent
  * (root) before the slot's server, it takes the device through vfio-pci and serves its MSI-X eventfds — the
  * front-end's rings — on a socket in the run directory, which the server reads as {@code doorbell.socket}. It lives
- * as long as the server; its output goes into the agent's log.
+ * as long as the server, and never longer than the agent: it is started with {@code --exit-with-parent=<agent pid>}
+ * (the kernel sends it SIGTERM when the agent's loop thread, which starts it, ends — a SIGKILLed agent included),
+ * and recorded ({@link ChildRecords}, {@code run.dir/slotK.irqd}) so that the next agent stops one that stayed
+ * anyway. Its output goes into the agent's log.
  */
 final class InterruptDaemon {
     private static final Logger LOG = LogManager.getLogger(InterruptDaemon.class);
@@ -38,14 +41,16 @@ final class InterruptDaemon {
      *
      * @throws IOException why there are no interrupts (the caller lets the server poll)
      */
-    static InterruptDaemon start(AgentConfig config, int slot, IvshmemDevice device) throws IOException {
+    static InterruptDaemon start(AgentConfig config, ChildRecords records, int slot, IvshmemDevice device) throws IOException {
         if (config.irqdCommand().isEmpty()) {
             throw new IOException("irqd.command is empty");
         }
         Path socket = socket(config, slot);
         Files.deleteIfExists(socket);
         List<String> command = new ArrayList<>(config.irqdCommand());
-        command.addAll(List.of("--device", device.address(), "--socket", socket.toString(), "--bind"));
+        // --exit-with-parent: the kernel stops it when this agent ends, even by SIGKILL (it would keep the device)
+        command.addAll(List.of("--device", device.address(), "--socket", socket.toString(), "--bind",
+                "--exit-with-parent=" + ProcessHandle.current().pid()));
         Process process;
         try {
             process = new ProcessBuilder(command).redirectErrorStream(true)
@@ -54,6 +59,12 @@ final class InterruptDaemon {
             throw new IOException("cannot start " + String.join(" ", command) + ": " + e.getMessage(), e);
         }
         InterruptDaemon daemon = new InterruptDaemon(process);
+        try {
+            records.recordInterrupts(slot, process.toHandle());
+        } catch (IOException e) {
+            daemon.stop();
+            throw new IOException("cannot record the interrupt daemon in " + config.runDir() + ": " + e.getMessage(), e);
+        }
         String[] last = {""};
         Thread pump = new Thread(() -> pump(process, slot, last), "slot" + slot + "-irqd-output");
         pump.setDaemon(true);

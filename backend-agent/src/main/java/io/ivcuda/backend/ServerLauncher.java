@@ -119,7 +119,7 @@ final class ServerLauncher {
         set(command, ServerKeys.DOORBELL_VECTORS.name(), Integer.toString(a.doorbellVectors()));
         set(command, ServerKeys.DOORBELL_SOCKET.name(), InterruptDaemon.socket(config, a.index()).toString());
         try {
-            return InterruptDaemon.start(config, a.index(), device);
+            return InterruptDaemon.start(config, records, a.index(), device);
         } catch (IOException e) {
             LOG.warn("slot {}: no interrupts for front-end {} ({}): its server polls", a.index(), a.frontend(), e.getMessage());
             return null;

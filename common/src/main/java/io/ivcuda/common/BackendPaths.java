@@ -63,6 +63,24 @@ public record BackendPaths(String backendUuid, Path controlFile, Path runningMar
     }
 
     /**
+     * Who is connected to that relay, which rewrites it at every change ({@code PEER PID UID} a line: peer 0 the
+     * back-end's QEMU, peer 1 the front-end's); {@code ivshmem-provisioner status} shows it.
+     */
+    public Path relayPeers(int slot) {
+        return runtimeDir.resolve("relay-" + backendUuid + "-slot" + slot + ".peers");
+    }
+
+    /** That relay's systemd unit, where the hook launches through systemd (templates/ivcuda-relay@.service). */
+    public String relayUnit(int slot) {
+        return "ivcuda-relay@" + backendUuid + "-slot" + slot + ".service";
+    }
+
+    /** The arguments of that unit's relay ({@code IVCUDA_RELAY_ARGS=…}, the unit's {@code EnvironmentFile=}). */
+    public Path relayEnvironment(int slot) {
+        return runtimeDir.resolve("relay-" + backendUuid + "-slot" + slot + ".env");
+    }
+
+    /**
      * What a back-end device name says: the back-end's UUID and the slot ({@code -1} for the control
      * region). Null for any other name (a host-served VM's {@code ivcuda-UUID} among them).
      */

@@ -56,6 +56,10 @@ final class RelayCommand implements Callable<Integer> {
     @Option(names = "--pidfile", paramLabel = "FILE", description = "written once listening, removed at the end")
     Path pidfile;
 
+    @Option(names = "--peers", paramLabel = "FILE",
+            description = "who is connected, a line PEER PID UID each, rewritten at every change, removed at the end")
+    Path peers;
+
     @Override
     public Integer call() {
         Logger log = LogManager.getLogger(RelayCommand.class);
@@ -76,6 +80,9 @@ final class RelayCommand implements Callable<Integer> {
         try (IvshmemRelay relay = IvshmemRelay.start(socket, regionFd, vectors,
                 new SlotPeerRoles(peerUid, backendUuid, control, slot))) {
             IvshmemServer.shareSocketWithGroupOf(socket, region);
+            if (peers != null) {
+                relay.recordPeers(peers);
+            }
             if (pidfile != null) {
                 Files.writeString(pidfile, ProcessHandle.current().pid() + "\n", StandardCharsets.US_ASCII);
             }

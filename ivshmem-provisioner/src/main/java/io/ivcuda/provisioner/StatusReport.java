@@ -70,8 +70,26 @@ final class StatusReport {
      * the back-end has not started since boot), and what the back-end's agent reports of its server.
      */
     record SlotStatus(int slot, String frontend, String frontendUuid, String state, String server, Integer serverPid,
-                      String serverMessage) {
+                      String serverMessage, RelayStatus relay) {
     }
+
+    /**
+     * A doorbell slot's relay on the host (docs/backend-domains.md): its socket, its process (found by its
+     * {@code --socket} argument), {@code state} {@value #RELAY_RUNNING}, {@value #RELAY_STARTING} (no pidfile yet),
+     * {@value #RELAY_STALE} (no process, but its socket or pidfile left) or {@value #RELAY_NONE}; and who is
+     * connected, from the peers file the relay keeps (null: not known).
+     */
+    record RelayStatus(String socket, Long pid, String state, List<RelayPeer> peers) {
+    }
+
+    /** A QEMU connected to a relay: peer 0 the back-end's slot device, peer 1 the front-end. */
+    record RelayPeer(int peer, String role, long pid, int uid) {
+    }
+
+    static final String RELAY_RUNNING = "running";
+    static final String RELAY_STARTING = "starting";
+    static final String RELAY_STALE = "stale";
+    static final String RELAY_NONE = "not running";
 
     /**
      * A back-end domain: whether its hook marked it running, its agent (pid, whether its heartbeat moved while
@@ -220,16 +238,55 @@ final class StatusReport {
                 agent = "control region unreadable: " + e.getMessage();
             }
         }
+        boolean doorbell = element.mode().orElse(Mode.PLAIN) == Mode.DOORBELL;
         for (int k = 0; k < count; k++) {
+            RelayStatus relay = relayStatus(paths, k);
+            if (!doorbell && relay.state().equals(RELAY_NONE)) {
+                relay = null; // a plain back-end has none
+            }
             java.util.Optional<SlotLedger.Assignment> a = SlotLedger.ofSlot(ledger, uuid, k);
             ControlRegion.SlotView v = view == null ? null : view.slots().get(k);
             slots.add(new SlotStatus(k, a.map(SlotLedger.Assignment::frontendName).orElse(null),
                     a.map(SlotLedger.Assignment::frontendUuid).orElse(null),
                     v == null ? null : v.assigned() ? "ASSIGNED" : "FREE", v == null ? null : v.serverStateName(),
                     v == null || v.serverPid() == 0 ? null : v.serverPid(),
-                    v == null || v.serverMessage().isEmpty() ? null : v.serverMessage()));
+                    v == null || v.serverMessage().isEmpty() ? null : v.serverMessage(), relay));
         }
         return new BackendStatus(count, element.size().orElse(host.defaultSize()), running, agentPid, agent, agentMessage, slots);
+    }
+
+    /** Slot {@code slot}'s relay: its process, the files it leaves, the peers it says are connected. */
+    static RelayStatus relayStatus(BackendPaths paths, int slot) {
+        Path socket = paths.relaySocket(slot);
+        List<Long> pids = ServerProcesses.find(socket);
+        boolean pidfile = Files.exists(paths.relayPidfile(slot));
+        if (pids.isEmpty()) {
+            boolean left = pidfile || Files.exists(socket, LinkOption.NOFOLLOW_LINKS);
+            return new RelayStatus(socket.toString(), null, left ? RELAY_STALE : RELAY_NONE, null);
+        }
+        return new RelayStatus(socket.toString(), pids.get(0), pidfile ? RELAY_RUNNING : RELAY_STARTING,
+                relayPeers(paths.relayPeers(slot)));
+    }
+
+    /** The relay's peers file ({@code PEER PID UID} a line); null when it is missing or not as the relay writes it. */
+    static List<RelayPeer> relayPeers(Path file) {
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(file, StandardCharsets.US_ASCII);
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+        List<RelayPeer> peers = new ArrayList<>();
+        for (String line : lines) {
+            String[] w = line.trim().split(" ");
+            if (w.length != 3 || !w[0].matches("[01]") || !w[1].matches("[0-9]{1,10}") || !w[2].matches("[0-9]{1,10}")) {
+                return null;
+            }
+            int peer = Integer.parseInt(w[0]);
+            peers.add(new RelayPeer(peer, peer == 0 ? "back-end" : "front-end", Long.parseLong(w[1]),
+                    (int) Long.parseLong(w[2])));
+        }
+        return peers;
     }
 
     private FrontendStatus frontendStatus(String uuid, List<SlotLedger.Assignment> ledger) {

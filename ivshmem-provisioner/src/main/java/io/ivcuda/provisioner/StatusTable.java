@@ -84,8 +84,32 @@ final class StatusTable {
             out.println("  slot " + s.slot() + ": " + (s.frontend() == null ? "free" : s.frontend())
                     + (s.state() == null ? "" : ", " + s.state())
                     + (s.server() == null ? "" : ", server " + s.server()) + (s.serverPid() == null ? "" : " pid " + s.serverPid())
-                    + (s.serverMessage() == null ? "" : " (" + s.serverMessage() + ")"));
+                    + (s.serverMessage() == null ? "" : " (" + s.serverMessage() + ")")
+                    + (s.relay() == null ? "" : "; " + relay(s.relay())));
         }
+    }
+
+    /** {@code relay running pid 12 on SOCKET, peers 0 (back-end) pid 3, 1 (front-end) pid 4}. */
+    static String relay(StatusReport.RelayStatus r) {
+        StringBuilder text = new StringBuilder("relay ");
+        switch (r.state()) {
+            case StatusReport.RELAY_STALE -> text.append("STALE (no process; its socket or pidfile is left: the next start of "
+                    + "the back-end or its doorbell front-end starts a new one)");
+            case StatusReport.RELAY_NONE -> text.append("not running");
+            default -> text.append(r.state()).append(" pid ").append(r.pid());
+        }
+        text.append(" on ").append(r.socket());
+        if (r.pid() != null) {
+            if (r.peers() == null) {
+                text.append(", peers unknown");
+            } else if (r.peers().isEmpty()) {
+                text.append(", no peer connected");
+            } else {
+                text.append(", peers ").append(String.join(", ", r.peers().stream()
+                        .map(p -> p.peer() + " (" + p.role() + ") pid " + p.pid()).toList()));
+            }
+        }
+        return text.toString();
     }
 
     private static String processes(StatusReport.Server s) {

@@ -51,7 +51,11 @@ final class BackendHook {
     private final SecureRandom random = new SecureRandom();
 
     BackendHook(HostConfig host, DomainNames names) {
-        this(host, names, System::currentTimeMillis, Thread::sleep, AGENT_WAIT_MS, new SlotRelays(host));
+        this(host, names, new SlotRelays(host));
+    }
+
+    BackendHook(HostConfig host, DomainNames names, SlotRelays relays) {
+        this(host, names, System::currentTimeMillis, Thread::sleep, AGENT_WAIT_MS, relays);
     }
 
     BackendHook(HostConfig host, DomainNames names, LongSupplier clock, ControlRegion.Sleeper sleeper, long agentWaitMs,

@@ -61,7 +61,7 @@ final class Hook {
     }
 
     Hook(HostConfig host, ServerLauncher launcher, PrintStream user, DomainNames domainNames) {
-        this(host, launcher, user, domainNames, new BackendHook(host, domainNames));
+        this(host, launcher, user, domainNames, new BackendHook(host, domainNames, SlotRelays.launchedAs(host, launcher)));
     }
 
     Hook(HostConfig host, ServerLauncher launcher, PrintStream user, DomainNames domainNames, BackendHook backends) {
@@ -228,8 +228,8 @@ final class Hook {
             ServerProcesses.terminate(strays, host.serverStopTimeoutMs());
             out.println("ivcuda: stopped cuda-server processes without a domain: " + strays);
         }
-        // the back-ends' slot relays (doorbell mode), which the hook starts directly whatever server.launch says;
-        // each names its socket in the runtime directory, and its socket and pidfile go with it
+        // the back-ends' slot relays (doorbell mode), units or not: each names its socket in the runtime directory
+        // (a unit's relay ends as on its unit's stop); its socket, pidfile, peers and unit environment files go with it
         List<Long> relays = ServerProcesses.findRelays(host.runtimeDir());
         if (!relays.isEmpty()) {
             ServerProcesses.terminate(relays, host.serverStopTimeoutMs());

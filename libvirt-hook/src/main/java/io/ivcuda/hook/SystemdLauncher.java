@@ -130,10 +130,15 @@ final class SystemdLauncher implements ServerLauncher {
         return "journalctl -u " + paths.systemdUnit();
     }
 
-    private record Result(int status, String output) {
+    /** The systemctl this launcher calls (the back-ends' relays go through the same). */
+    String systemctl() {
+        return systemctl;
     }
 
-    private static Result run(String... command) {
+    record Result(int status, String output) {
+    }
+
+    static Result run(String... command) {
         try {
             Process process = new ProcessBuilder(new ArrayList<>(List.of(command)))
                     .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))

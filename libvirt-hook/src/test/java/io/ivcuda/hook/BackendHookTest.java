@@ -350,6 +350,81 @@ class BackendHookTest {
         }
     }
 
+    /**
+     * A systemctl stand-in for the relays' units: records each call; {@code start ivcuda-relay@I.service} runs the
+     * relay stand-in with the arguments of {@code runtime.dir/relay-I.env} as systemd would (the line's value, not
+     * shell syntax; {@code $IVCUDA_RELAY_ARGS} split at spaces); {@code stop} ends it; {@code is-active} says whether it runs. {@code start} fails while the file
+     * {@code start-fails} exists.
+     */
+    private Path systemctlStandIn() throws Exception {
+        relayStandIn();
+        Path script = dir.resolve("systemctl");
+        Path units = dir.resolve("units");
+        Files.createDirectories(units);
+        Files.writeString(script, "#!/bin/sh\necho \"$*\" >> " + dir.resolve("calls") + "\n"
+                + "i=${2#ivcuda-relay@}; i=${i%.service}\n"
+                + "case \"$1\" in\n"
+                + "  start) [ -e " + dir.resolve("start-fails") + " ] && { echo \"Job for $2 failed.\"; exit 1; }\n"
+                + "    IVCUDA_RELAY_ARGS=$(sed -n 's/^IVCUDA_RELAY_ARGS=//p' " + dir.resolve("run") + "/relay-$i.env)\n"
+                + "    " + dir.resolve("relay-stand-in") + " relay $IVCUDA_RELAY_ARGS </dev/null >/dev/null 2>&1 &\n"
+                + "    echo $! > " + units + "/$i ;;\n"
+                + "  stop) [ -e " + units + "/$i ] && kill $(cat " + units + "/$i) && while kill -0 $(cat " + units + "/$i) 2>/dev/null; do sleep 0.05; done; rm -f " + units + "/$i ;;\n"
+                + "  is-active) [ -e " + units + "/$i ] && kill -0 $(cat " + units + "/$i) 2>/dev/null && { echo active; exit 0; }; echo failed; exit 3 ;;\n"
+                + "esac\nexit 0\n");
+        script.toFile().setExecutable(true);
+        return script;
+    }
+
+    private int hookUnderSystemd(Path systemctl, String operation, String name, String xml) {
+        String[] words = operation.split(" ");
+        DomainNames names = new DomainNames(host.runtimeDir(), List.of(dir.resolve("libvirt")));
+        // as HookMain builds it where server.launch is systemd: the relays go the servers' way
+        Hook hook = new Hook(host, new SystemdLauncher(systemctl.toString(), "journalctl", 0),
+                new PrintStream(userOutput, true, StandardCharsets.UTF_8), names);
+        return hook.run(new String[] {name, words[0], words[1], "-"}, xml);
+    }
+
+    @Test
+    void underSystemdTheRelaysAreUnitsWithTheirArgumentsInTheirEnvironmentFile() throws Exception {
+        Path systemctl = systemctlStandIn();
+        SlotRelays relays = new SlotRelays(host);
+        try {
+            assertEquals(0, hookUnderSystemd(systemctl, "prepare begin", "gpu-be", doorbellBackendXml()), told());
+            String unit0 = "ivcuda-relay@" + BE + "-slot0.service";
+            String unit1 = "ivcuda-relay@" + BE + "-slot1.service";
+            List<String> calls = Files.readAllLines(dir.resolve("calls"));
+            assertTrue(calls.containsAll(List.of("reset-failed " + unit0, "start " + unit0, "reset-failed " + unit1, "start " + unit1)),
+                    calls.toString());
+            assertTrue(calls.indexOf("reset-failed " + unit0) < calls.indexOf("start " + unit0), calls.toString());
+            assertEquals("IVCUDA_RELAY_ARGS=" + String.join(" ", relays.arguments(paths, 0)),
+                    Files.readAllLines(paths.relayEnvironment(0)).get(1));
+            assertTrue(relays.isRunning(paths, 0) && relays.isRunning(paths, 1), "each unit's relay runs before the back-end's QEMU");
+            assertTrue(Files.exists(paths.relayPidfile(0)), "and listens");
+            assertFalse(Files.exists(dir.resolve("log").resolve("relay-" + BE + "-slot0.log")), "not started directly");
+
+            // the back-end stops with no front-end: both units are stopped, their files go
+            assertEquals(0, hookUnderSystemd(systemctl, "release end", "gpu-be", doorbellBackendXml()), told());
+            calls = Files.readAllLines(dir.resolve("calls"));
+            assertTrue(calls.containsAll(List.of("stop " + unit0, "stop " + unit1)), calls.toString());
+            assertFalse(relays.isRunning(paths, 0) || relays.isRunning(paths, 1));
+            assertFalse(Files.exists(paths.relayEnvironment(0)) || Files.exists(paths.relayPidfile(0)));
+
+            // a unit systemd refuses: the back-end does not start, saying which unit and why
+            Files.writeString(dir.resolve("start-fails"), "");
+            assertEquals(1, hookUnderSystemd(systemctl, "prepare begin", "gpu-be", doorbellBackendXml()), told());
+            assertTrue(told().contains("systemctl start " + unit0 + " failed"), told());
+        } finally {
+            relays.stop(paths, 0);
+            relays.stop(paths, 1);
+        }
+    }
+
+    @Test
+    void directlyLaunchedServersMeanDirectlyLaunchedRelays() {
+        assertFalse(SlotRelays.launchedAs(host, new DirectLauncher(host)).asUnits());
+        assertTrue(SlotRelays.launchedAs(host, new SystemdLauncher("systemctl", "journalctl", 0)).asUnits());
+    }
+
     @Test
     void aDoorbellFrontendWithAPlainDeviceIsToldToReprovision() throws Exception {
         startBackend();

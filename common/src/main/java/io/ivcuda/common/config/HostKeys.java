@@ -47,8 +47,8 @@ public final class HostKeys {
             "the server's user, owner of the region file");
     public static final ConfigKey<ServerLaunch> SERVER_LAUNCH = ConfigKey.of("server.launch",
             KeyType.words(ServerLaunch.class, ServerLaunch::word), ServerLaunch.AUTO,
-            "`auto` (systemd when `/run/systemd/system` exists), `systemd` (`ivcuda-server@UUID.service`) or `direct` "
-                    + "(a detached process)");
+            "`auto` (systemd when `/run/systemd/system` exists), `systemd` (`ivcuda-server@UUID.service`; a doorbell "
+                    + "back-end's slot relays `ivcuda-relay@UUID-slotK.service`) or `direct` (a detached process)");
     public static final ConfigKey<String> SERVER_COMMAND = ConfigKey.of("server.command", KeyType.TEXT, "/usr/bin/ivcuda-server",
             "the server for direct launch; may carry arguments (`java -jar …/cuda-server.jar`)");
     public static final ConfigKey<String> SERVER_SYSCALL_FILTER = ConfigKey.of("server.syscall.filter", KeyType.TEXT,

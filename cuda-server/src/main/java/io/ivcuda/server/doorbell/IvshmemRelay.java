@@ -74,6 +74,8 @@ public final class IvshmemRelay implements AutoCloseable {
     private volatile boolean running = true;
     /** How many times each id connected (tests and the log). */
     private final int[] connections = new int[PEERS];
+    /** Where the connected peers are written at every change ({@link #recordPeers}), or null. */
+    private Path peersFile;
 
     private IvshmemRelay(ListeningSocket listening, int regionFd, int vectors, Roles roles) {
         this.listening = listening;
@@ -111,6 +113,36 @@ public final class IvshmemRelay implements AutoCloseable {
     public synchronized PeerCredentials peer(int id) {
         Peer p = peers[id];
         return p == null ? null : p.who();
+    }
+
+    /**
+     * From now on keeps {@code file} saying who is connected: one line {@code PEER PID UID} per connected peer (empty:
+     * none), replaced whole (written beside it, then renamed) at every change, removed by {@link #close}.
+     */
+    public synchronized void recordPeers(Path file) {
+        peersFile = file;
+        writePeers();
+    }
+
+    /** Holding the lock. A file that cannot be written costs only what status shows (logged). */
+    private void writePeers() {
+        if (peersFile == null) {
+            return;
+        }
+        StringBuilder text = new StringBuilder();
+        for (int id = 0; id < PEERS; id++) {
+            if (peers[id] != null) {
+                text.append(id).append(' ').append(peers[id].who().pid()).append(' ').append(peers[id].who().uid()).append('\n');
+            }
+        }
+        Path temporary = peersFile.resolveSibling(peersFile.getFileName() + ".new");
+        try {
+            java.nio.file.Files.writeString(temporary, text, java.nio.charset.StandardCharsets.US_ASCII);
+            java.nio.file.Files.move(temporary, peersFile, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+                    java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            LOG.warn("cannot write the relay's peers to {}: {}", peersFile, e.getMessage());
+        }
     }
 
     /** How many times peer {@code id} connected since the start. */
@@ -196,6 +228,7 @@ public final class IvshmemRelay implements AutoCloseable {
             }
             peers[id] = joining;
             connections[id]++;
+            writePeers();
             LOG.info("pid {} (uid {}) connected as peer {} ({}); the other peer is {}{}", who.pid(), who.uid(), id, role(id),
                     other == null ? "not connected" : "pid " + other.who().pid(),
                     stale == 0 ? "" : "; " + stale + " of its vectors had rings from before it, emptied");
@@ -230,6 +263,7 @@ public final class IvshmemRelay implements AutoCloseable {
         peers[id] = null;
         leaving.close();
         // the other QEMU is not told (see the class comment): it keeps this id's eventfds for the next one
+        writePeers();
         LOG.info("peer {} ({}, pid {}) left: {}", id, role(id), leaving.who().pid(), why);
     }
 
@@ -249,6 +283,13 @@ public final class IvshmemRelay implements AutoCloseable {
                 }
                 for (EventFd v : vectorsOf[id]) {
                     v.close();
+                }
+            }
+            if (peersFile != null) {
+                try {
+                    java.nio.file.Files.deleteIfExists(peersFile);
+                } catch (IOException e) {
+                    LOG.warn("cannot remove {}: {}", peersFile, e.getMessage());
                 }
             }
         }

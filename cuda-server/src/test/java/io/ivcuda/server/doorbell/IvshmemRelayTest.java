@@ -188,6 +188,34 @@ class IvshmemRelayTest {
         assertFalse(Files.exists(socket), "the socket is removed on close");
     }
 
+    /** ivshmem-provisioner status reads who is connected from the peers file the relay keeps. */
+    @Test
+    void thePeersFileSaysWhoIsConnectedAndGoesWithTheRelay() throws Exception {
+        Path peers = dir.resolve("relay.peers");
+        String me = ProcessHandle.current().pid() + " " + Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+        try (IvshmemRelay relay = IvshmemRelay.start(socket, regionFd, VECTORS, roles)) {
+            relay.recordPeers(peers);
+            assertEquals("", Files.readString(peers), "nobody yet");
+            Peer back = new Peer(backend(), false);
+            waitFor(() -> read(peers).equals("0 " + me + "\n"));
+            Peer front = new Peer(frontend(), true);
+            back.readAnnouncement();
+            waitFor(() -> read(peers).equals("0 " + me + "\n1 " + me + "\n"));
+            back.close();
+            front.readDeparture();
+            waitFor(() -> read(peers).equals("1 " + me + "\n"));
+        }
+        assertFalse(Files.exists(peers), "removed with the relay");
+    }
+
+    private static String read(Path file) {
+        try {
+            return Files.readString(file);
+        } catch (IOException e) {
+            return "unreadable: " + e;
+        }
+    }
+
     @Test
     void frontEndFirstIsWiredWhenTheBackEndComes() throws Exception {
         try (IvshmemRelay relay = IvshmemRelay.start(socket, regionFd, VECTORS, roles)) {
