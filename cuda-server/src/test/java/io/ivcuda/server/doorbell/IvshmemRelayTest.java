@@ -196,14 +196,14 @@ class IvshmemRelayTest {
         try (IvshmemRelay relay = IvshmemRelay.start(socket, regionFd, VECTORS, roles)) {
             relay.recordPeers(peers);
             assertEquals("", Files.readString(peers), "nobody yet");
-            Peer back = new Peer(backend(), false);
+            Peer back = new Peer(backend());
             waitFor(() -> read(peers).equals("0 " + me + "\n"));
-            Peer front = new Peer(frontend(), true);
-            back.readAnnouncement();
+            Peer front = new Peer(frontend());
             waitFor(() -> read(peers).equals("0 " + me + "\n1 " + me + "\n"));
             back.close();
-            front.readDeparture();
             waitFor(() -> read(peers).equals("1 " + me + "\n"));
+            front.close();
+            waitFor(() -> read(peers).equals(""));
         }
         assertFalse(Files.exists(peers), "removed with the relay");
     }
