@@ -58,7 +58,7 @@ class BackendStatusTableTest {
         StatusReport.RelayStatus none = StatusReport.relayStatus(paths, 1);
         assertEquals(new StatusReport.RelayStatus(socket.toString(), null, StatusReport.RELAY_NONE, null), none);
 
-        Process relay = new ProcessBuilder("sh", "-c", "sleep 300", "relay", "--socket", socket.toString()).start();
+        Process relay = new ProcessBuilder("sh", "-c", "read -r line", "relay", "--socket", socket.toString()).start();
         started.add(relay);
         Files.writeString(socket, "");
         StatusReport.RelayStatus starting = StatusReport.relayStatus(paths, 1);

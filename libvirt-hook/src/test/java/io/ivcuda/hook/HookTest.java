@@ -330,8 +330,9 @@ class HookTest {
         Files.createDirectories(runtime);
         Path socket = runtime.resolve("relay-7e57b0c5-1111-4222-8333-944455556666-slot0.sock");
         Path pidfile = runtime.resolve("relay-7e57b0c5-1111-4222-8333-944455556666-slot0.pid");
-        // a stand-in with the relay's arguments on its command line: sh's $0 and $1
-        Process relay = new ProcessBuilder("sh", "-c", "sleep 300", "relay", socket.toString()).start();
+        // a stand-in with the relay's arguments on its command line (sh's $0 and $1), blocked in a builtin:
+        // a forked child would carry the same command line until its exec, and the scan could find it too
+        Process relay = new ProcessBuilder("sh", "-c", "read -r line", "relay", socket.toString()).start();
         Files.writeString(socket, "");
         Files.writeString(pidfile, relay.pid() + "\n");
         try {
