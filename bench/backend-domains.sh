@@ -48,29 +48,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# shellcheck source=vm/backend-lib.sh
+. vm/backend-lib.sh
 # The same JVM options for the host's server and the back-end's (vm/build-backend-guest.sh's).
-java_opts="-Xmx128m -Xss512k -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:CICompilerCount=1"
+java_opts=$backend_java_opts
 qemu=(qemu-system-x86_64 -accel "$accel" -nodefaults -display none -no-reboot)
 [ "$accel" = kvm ] && qemu+=(-cpu host)
 
 echo "== guests" >&2
-gcc -O2 -Wall -Wextra -Werror -std=c11 -Iguest/include -o "$work/frontend-probe" vm/frontend-probe.c -Lguest/target -lcuda
-vm/build-guest.sh --args "--rounds 2 --pause-ms 200" "$work/frontend" guest/target "$work/frontend-probe" >&2
+frontend_guest "$work/frontend" "--rounds 2 --pause-ms 200" >&2
 # QEMU's pc machine puts the first free slot at 00:02.0 (no other devices: -nodefaults); the
 # back-end's ivshmem device is placed at 00:04.0 explicitly
 vm/build-backend-guest.sh --java-opts "$java_opts" \
     --agent-args "--set region.path=/sys/bus/pci/devices/0000:00:04.0/resource2 --set region.size=67108864 --set region.kind=device --set backend=host-memory" \
     "$out/backend-guest" guest/target "$jar" "$jar" >&2
-
-wait_for() { # file, pattern, seconds
-    local i
-    for ((i = 0; i < $3; i++)); do
-        if grep -aq "$2" "$1" 2>/dev/null; then return 0; fi
-        sleep 1
-    done
-    echo "$0: no '$2' in $1 after $3 s" >&2
-    return 1
-}
 
 frontend() { # label: boots the front-end on $region, waits for its power-off
     "${qemu[@]}" -m 256 -serial "file:$logs/$1-frontend.log" \

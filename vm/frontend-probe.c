@@ -14,14 +14,21 @@
  * server every time: not among api/cuda-driver.api's `local` names nor `cached`), and
  * HtoD/DtoH bandwidth of 8 MiB copies from pageable memory.
  *
- * usage: frontend-probe [--rounds N] [--pause-ms MS] [--round-timeout-s S] [--no-bench]
+ * usage: frontend-probe [--rounds N] [--recovered-rounds M] [--pause-ms MS] [--round-timeout-s S] [--no-bench]
  *   --rounds N   stop after N rounds (0, the default: until the VM is destroyed)
+ *   --recovered-rounds M  also stop once M rounds in a row were ok after a round that was not
+ *                (a back-end restart seen through: vm/backend-doorbell.sh --restart-backend)
+ *
+ * A round or benchmark child that succeeded ends with exit(), as a program does, so that the
+ * guest library's exit work runs (the process-exit notice; with IVCUDA_STATS=1 its
+ * "interrupt waits: N, woken by an interrupt: M" line); one that failed ends with _exit().
  * Console lines (what tests and bench/backend-domains.sh grep for):
  *   IVCUDA-PROBE round=<n> ok us=<round's wall time>
  *   IVCUDA-PROBE round=<n> error=<CUDA error name> at=<call>
  *   IVCUDA-PROBE round=<n> mismatch at=<byte offset>
  *   IVCUDA-PROBE round=<n> hang seconds=<S>        (killed)
  *   IVCUDA-PROBE round=<n> crash signal=<n>
+ *   IVCUDA-PROBE recovered after round=<n>          (--recovered-rounds: the M-th ok round)
  *   IVCUDA-BENCH roundtrip call=cuCtxSynchronize calls=<n> p50_us=<x> mean_us=<x>
  *   IVCUDA-BENCH bandwidth dir=HtoD|DtoH bytes=<n> reps=<n> MBps=<x>
  *   IVCUDA-BENCH error=<CUDA error name> at=<call>
@@ -99,7 +106,7 @@ static void round_child(unsigned round)
     TRY(prefix, cuCtxDestroy(ctx));
     printf("%s ok us=%.0f\n", prefix, now_us() - t0);
     fflush(stdout);
-    _exit(0);
+    exit(0);
 }
 
 static int compare_double(const void *a, const void *b)
@@ -156,7 +163,7 @@ static void bench_child(void)
     fflush(stdout);
     TRY(prefix, cuMemFree(d));
     TRY(prefix, cuCtxDestroy(ctx));
-    _exit(0);
+    exit(0);
 }
 
 /* Runs fn in a child with a deadline; its status, or -1 for a kill at the deadline. */
@@ -198,11 +205,14 @@ static void bench_entry(unsigned unused)
 
 int main(int argc, char **argv)
 {
-    unsigned rounds = 0;
+    unsigned rounds = 0, recovered_rounds = 0, ok_in_a_row = 0;
+    int failed_before = 0;
     int pause_ms = 500, timeout_s = 120, bench = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
             rounds = (unsigned)strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--recovered-rounds") == 0 && i + 1 < argc)
+            recovered_rounds = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--pause-ms") == 0 && i + 1 < argc)
             pause_ms = atoi(argv[++i]);
         else if (strcmp(argv[i], "--round-timeout-s") == 0 && i + 1 < argc)
@@ -210,7 +220,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--no-bench") == 0)
             bench = 0;
         else {
-            fprintf(stderr, "usage: %s [--rounds N] [--pause-ms MS] [--round-timeout-s S] [--no-bench]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--rounds N] [--recovered-rounds M] [--pause-ms MS] [--round-timeout-s S] [--no-bench]\n", argv[0]);
             return 2;
         }
     }
@@ -223,6 +233,16 @@ int main(int argc, char **argv)
             printf("IVCUDA-PROBE round=%u hang seconds=%d\n", round, timeout_s);
         else if (sig != 0)
             printf("IVCUDA-PROBE round=%u crash signal=%d\n", round, sig);
+        if (status == 0) {
+            ok_in_a_row++;
+        } else {
+            ok_in_a_row = 0;
+            failed_before = 1;
+        }
+        if (recovered_rounds != 0 && failed_before && ok_in_a_row == recovered_rounds) {
+            printf("IVCUDA-PROBE recovered after round=%u\n", round);
+            break;
+        }
         if (status == 0 && bench) {
             bench = 0;
             status = run_child(bench_entry, 0, timeout_s * 4, &sig);

@@ -230,6 +230,77 @@ public final class DomainXml {
         return rest.matches(UUID_PATTERN) ? rest : null;
     }
 
+    /** {@code <os><type machine=…>}, or null when the definition names no machine type. */
+    public String machineType() {
+        Element os = child(document.getDocumentElement(), "os");
+        Element type = os == null ? null : child(os, "type");
+        return type == null || !type.hasAttribute("machine") ? null : type.getAttribute("machine");
+    }
+
+    /** The {@code <iommu>} among the devices, or null. */
+    public Element iommu() {
+        Element devices = child(document.getDocumentElement(), "devices");
+        return devices == null ? null : child(devices, "iommu");
+    }
+
+    /**
+     * Why {@link #addInterruptRemapping()} cannot give this domain a virtual IOMMU with interrupt remapping, or null
+     * when it can (or need not: the domain has an {@code <iommu>} of its own, left as it is). QEMU's intel-iommu
+     * exists only on q35, and libvirt allows interrupt remapping only with QEMU's own (split) I/O APIC.
+     */
+    public String interruptRemappingProblem() {
+        if (iommu() != null || child(document.getDocumentElement(), "os") == null) {
+            // no <os>: the element alone (ivshmem-provisioner check FILE), not a definition; libvirt's always has one
+            return null;
+        }
+        String machine = machineType();
+        if (machine == null || !machine.contains("q35")) {
+            return (machine == null ? "no machine type named" : "machine type '" + machine + "'")
+                    + ": a virtual Intel IOMMU exists only on q35 (<os><type machine='q35'>), or give the domain an <iommu> of your own";
+        }
+        Element features = child(document.getDocumentElement(), "features");
+        Element ioapic = features == null ? null : child(features, "ioapic");
+        if (ioapic != null && !"qemu".equals(ioapic.getAttribute("driver"))) {
+            return "<ioapic driver='" + ioapic.getAttribute("driver") + "'/>: interrupt remapping needs QEMU's own I/O APIC (driver='qemu')";
+        }
+        return null;
+    }
+
+    /**
+     * Adds {@code <iommu model='intel'><driver intremap='on'/></iommu>} to the devices and {@code <ioapic
+     * driver='qemu'/>} to the features, each where absent; true when the document changed. Nothing when the domain
+     * has an {@code <iommu>} already (whatever it is). Check {@link #interruptRemappingProblem()} first.
+     */
+    public boolean addInterruptRemapping() {
+        if (iommu() != null) {
+            return false;
+        }
+        Element root = document.getDocumentElement();
+        Element devices = child(root, "devices");
+        if (devices == null) {
+            devices = document.createElement("devices");
+            root.appendChild(devices);
+        }
+        Element iommu = document.createElement("iommu");
+        iommu.setAttribute("model", "intel");
+        Element driver = document.createElement("driver");
+        driver.setAttribute("intremap", "on");
+        iommu.appendChild(driver);
+        devices.appendChild(iommu);
+        Element features = child(root, "features");
+        if (features == null) {
+            features = document.createElement("features");
+            // libvirt's own order puts <features> before <devices> (it reads any order)
+            root.insertBefore(features, devices);
+        }
+        if (child(features, "ioapic") == null) {
+            Element ioapic = document.createElement("ioapic");
+            ioapic.setAttribute("driver", "qemu");
+            features.appendChild(ioapic);
+        }
+        return true;
+    }
+
     /** The text of {@code <description>}, or null when the domain has none. */
     public String description() {
         Element description = child(document.getDocumentElement(), "description");

@@ -83,4 +83,41 @@ class DomainXmlTest {
         again.setDescription(null);
         assertNull(DomainXml.parse(again.toXml()).description());
     }
+
+    private static DomainXml machine(String machine, String features, String devices) throws Exception {
+        return DomainXml.parse("<domain type='kvm'><name>be</name><uuid>" + UUID + "</uuid><os><type arch='x86_64'"
+                + (machine == null ? "" : " machine='" + machine + "'") + ">hvm</type></os>" + features + "<devices>" + devices
+                + "</devices></domain>");
+    }
+
+    @Test
+    void interruptRemappingIsAddedWhereAbsentOnQ35AndAnIommuOfTheDomainsOwnIsLeftAlone() throws Exception {
+        DomainXml q35 = machine("pc-q35-9.2", "<features><acpi/><apic/></features>", "<disk type='file'/>");
+        assertNull(q35.interruptRemappingProblem());
+        assertTrue(q35.addInterruptRemapping());
+        String xml = q35.toXml();
+        assertTrue(xml.contains("<features><acpi/><apic/><ioapic driver=\"qemu\"/></features>"), xml);
+        assertTrue(xml.contains("<disk type=\"file\"/><iommu model=\"intel\"><driver intremap=\"on\"/></iommu></devices>"), xml);
+        assertFalse(DomainXml.parse(xml).addInterruptRemapping(), "once is enough");
+
+        DomainXml bare = machine("q35", "", "");
+        assertTrue(bare.addInterruptRemapping());
+        assertTrue(bare.toXml().contains("<features><ioapic driver=\"qemu\"/></features><devices>"), bare.toXml());
+
+        DomainXml own = machine("pc-i440fx-9.2", "", "<iommu model='virtio'/>");
+        assertNull(own.interruptRemappingProblem(), "an <iommu> of the domain's own: nothing to add, nothing to refuse");
+        assertFalse(own.addInterruptRemapping());
+        assertTrue(own.toXml().contains("<iommu model=\"virtio\"/>") && !own.toXml().contains("ioapic"), own.toXml());
+
+        assertEquals("machine type 'pc-i440fx-9.2': a virtual Intel IOMMU exists only on q35 (<os><type machine='q35'>),"
+                + " or give the domain an <iommu> of your own", machine("pc-i440fx-9.2", "", "").interruptRemappingProblem());
+        assertTrue(machine(null, "", "").interruptRemappingProblem().startsWith("no machine type named: "));
+        assertNull(DomainXml.parse("<domain><name>e</name><uuid>" + UUID + "</uuid></domain>").interruptRemappingProblem(),
+                "no <os>: the element alone (check FILE), not a definition");
+        assertEquals("<ioapic driver='kvm'/>: interrupt remapping needs QEMU's own I/O APIC (driver='qemu')",
+                machine("q35", "<features><ioapic driver='kvm'/></features>", "").interruptRemappingProblem());
+        DomainXml qemuIoapic = machine("q35", "<features><ioapic driver='qemu'/></features>", "");
+        assertTrue(qemuIoapic.addInterruptRemapping());
+        assertEquals(1, qemuIoapic.toXml().split("<ioapic", -1).length - 1, "an <ioapic driver='qemu'/> there already stays the only one");
+    }
 }

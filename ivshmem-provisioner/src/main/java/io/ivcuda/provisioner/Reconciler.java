@@ -347,9 +347,9 @@ public final class Reconciler {
      * or front-end domain's devices are {@code roleDevices} (null for the host-served kind).
      */
     private record Decision(Action action, String detail, DeviceChange device, ShmemDevice wanted, String note,
-                            List<ShmemDevice> roleDevices) {
+                            List<ShmemDevice> roleDevices, boolean addInterruptRemapping) {
         Decision(Action action, String detail, DeviceChange device, ShmemDevice wanted, String note) {
-            this(action, detail, device, wanted, note, null);
+            this(action, detail, device, wanted, note, null, false);
         }
     }
 
@@ -368,9 +368,24 @@ public final class Reconciler {
             return new Decision(Action.INVALID, "domain '" + s.name + "': " + tooLarge + "; the domain was left as it was",
                     DeviceChange.KEEP, null, DescriptionNote.error(tooLarge));
         }
+        // Its agent takes doorbell slot devices through vfio-pci with MSI-X: a virtual IOMMU with interrupt remapping.
+        boolean remap = b.mode() == Mode.DOORBELL && s.xml.iommu() == null;
+        String noIommu = b.mode() == Mode.DOORBELL ? s.xml.interruptRemappingProblem() : null;
+        if (noIommu != null) {
+            String why = "a back-end with doorbell slots needs a virtual IOMMU with interrupt remapping (its agent takes the"
+                    + " slot devices through vfio-pci with MSI-X): " + noIommu;
+            return new Decision(Action.INVALID, "domain '" + s.name + "': " + why + "; the domain was left as it was",
+                    DeviceChange.KEEP, null, DescriptionNote.error(why));
+        }
         int inUse = roles == null ? 0 : SlotLedger.ofBackend(roles.assignments, b.uuid()).size();
         String note = "back-end: " + b.describe() + ", " + inUse + " in use";
-        return roleDecision(s.xml, b.devices(), "back-end with " + b.describe() + ", " + inUse + " in use", note);
+        Decision d = roleDecision(s.xml, b.devices(), "back-end with " + b.describe() + ", " + inUse + " in use"
+                + (remap ? "; adds <iommu model='intel'> with interrupt remapping and <ioapic driver='qemu'/>" : ""), note);
+        if (!remap) {
+            return d;
+        }
+        return new Decision(d.action == Action.UNCHANGED ? Action.UPDATED : d.action, d.detail, DeviceChange.PUT, null, note,
+                d.roleDevices, true);
     }
 
     private Decision decideFrontend(Snapshot s, GpuElement element, Roles roles) {
@@ -423,7 +438,7 @@ public final class Reconciler {
         List<String> ownSurplus = xml.foreignShmems(names).stream().map(e -> e.getAttribute("name"))
                 .filter(n -> ownedBy(n, xml.uuid())).toList();
         Action action = same && ownSurplus.isEmpty() ? Action.UNCHANGED : any ? Action.UPDATED : Action.ADDED;
-        return new Decision(action, detail, action == Action.UNCHANGED ? DeviceChange.KEEP : DeviceChange.PUT, null, note, wanted);
+        return new Decision(action, detail, action == Action.UNCHANGED ? DeviceChange.KEEP : DeviceChange.PUT, null, note, wanted, false);
     }
 
     /** Whether an ivcuda device name was made from domain {@code uuid}: its host-served device or one of its back-end devices. */
@@ -507,6 +522,9 @@ public final class Reconciler {
             case PUT -> {
                 if (decision.roleDevices != null) {
                     decision.roleDevices.forEach(xml::putShmemNamed);
+                    if (decision.addInterruptRemapping) {
+                        xml.addInterruptRemapping();
+                    }
                 } else {
                     xml.putShmem(decision.wanted);
                 }

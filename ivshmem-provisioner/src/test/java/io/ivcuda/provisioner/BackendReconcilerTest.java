@@ -67,6 +67,15 @@ class BackendReconcilerTest {
         connection.domainDefineXML(xml.replace("<devices/>", "<devices>" + shmems + "</devices>")).free();
     }
 
+    /** A domain of machine type {@code machine} (null: none named) with {@code extra} among its devices, no <shmem>. */
+    private void defineMachine(String name, String uuid, String attributes, String machine, String extra) throws Exception {
+        String xml = ReconcilerTest.domainXml(name, uuid, ReconcilerTest.gpu(attributes));
+        if (machine != null) {
+            xml = xml.replace("<type>hvm</type>", "<type arch='x86_64' machine='" + machine + "'>hvm</type>");
+        }
+        connection.domainDefineXML(xml.replace("<devices/>", "<devices>" + extra + "</devices>")).free();
+    }
+
     private DomainXml persistent(String name) throws Exception {
         Domain d = connection.domainLookupByName(name);
         try {
@@ -260,7 +269,7 @@ class BackendReconcilerTest {
     @Test
     void doorbellFrontendsNeedADoorbellBackendWhoseSlotsTheRelaysJoin() throws Exception {
         define("plain-be", BE, "role='backend' slots='1'");
-        define("bell-be", BE2, "role='backend' slots='2' mode='doorbell'");
+        defineMachine("bell-be", BE2, "role='backend' slots='2' mode='doorbell'", "q35", "");
         define("bell", F1, "backend='plain-be' mode='doorbell'");
         define("auto-bell", F2, "backend='auto' mode='doorbell'");
         define("plain", F3, "backend='bell-be'");
@@ -284,5 +293,48 @@ class BackendReconcilerTest {
         int plainSlot = SlotLedger.ofFrontend(ledger(), F3).orElseThrow().slot();
         assertEquals(64L << 20, persistent("plain").shmemDevice(BackendPaths.slotShmemName(BE2, plainSlot)).size(),
                 "a plain front-end of a doorbell back-end maps the same file as a plain device");
+    }
+
+    @Test
+    void aDoorbellBackendGetsAVirtualIommuWithInterruptRemappingOnQ35Only() throws Exception {
+        defineMachine("bell-q35", BE, "role='backend' slots='1' mode='doorbell'", "pc-q35-8.2", "");
+        defineMachine("bell-pc", BE2, "role='backend' slots='1' mode='doorbell'", "pc-i440fx-8.2", "");
+        String own = "b0000000-0000-0000-0000-000000000003";
+        defineMachine("bell-own", own, "role='backend' slots='1' mode='doorbell'", "pc-q35-8.2", "<iommu model='intel'/>");
+        String plain = "b0000000-0000-0000-0000-000000000004";
+        defineMachine("plain-pc", plain, "role='backend' slots='1'", "pc-i440fx-8.2", "");
+        Map<String, Outcome> outcomes = all();
+
+        assertEquals(Action.ADDED, outcomes.get("bell-q35").action(), outcomes.get("bell-q35").detail());
+        DomainXml q35 = persistent("bell-q35");
+        org.w3c.dom.Element iommu = q35.iommu();
+        assertNotNull(iommu, q35.toXml());
+        assertEquals("intel", iommu.getAttribute("model"));
+        assertEquals("on", DomainXml.child(iommu, "driver").getAttribute("intremap"));
+        org.w3c.dom.Element features = DomainXml.child(iommu.getOwnerDocument().getDocumentElement(), "features");
+        assertEquals("qemu", DomainXml.child(features, "ioapic").getAttribute("driver"), q35.toXml());
+        assertEquals(Action.UNCHANGED, all().get("bell-q35").action(), "the echo of our own change changes nothing");
+
+        assertEquals(Action.INVALID, outcomes.get("bell-pc").action());
+        assertTrue(outcomes.get("bell-pc").detail().contains("machine type 'pc-i440fx-8.2': a virtual Intel IOMMU exists only on q35"),
+                outcomes.get("bell-pc").detail());
+        assertEquals(List.of(), shmemNames("bell-pc"), "refused: no devices");
+        assertNull(persistent("bell-pc").iommu());
+
+        org.w3c.dom.Element left = persistent("bell-own").iommu();
+        assertNull(DomainXml.child(left, "driver"), "an <iommu> of the domain's own is left as it is");
+        assertEquals(2, shmemNames("bell-own").size());
+
+        assertEquals(Action.ADDED, outcomes.get("plain-pc").action(), "a plain back-end needs no IOMMU");
+        assertNull(persistent("plain-pc").iommu());
+
+        // a plain back-end that becomes a doorbell one gets it at the change
+        connection.domainLookupByName("plain-pc").setMetadata(2, "<gpu role='backend' slots='1' mode='doorbell'/>", "ivcuda",
+                io.ivcuda.common.GpuElement.NAMESPACE, 2);
+        assertEquals(Action.INVALID, all().get("plain-pc").action(), "on i440fx: refused");
+        defineMachine("plain-pc", plain, "role='backend' slots='1' mode='doorbell'", "q35", "<shmem name='"
+                + BackendPaths.controlShmemName(plain) + "'><model type='ivshmem-plain'/><size unit='M'>1</size></shmem>");
+        assertEquals(Action.UPDATED, all().get("plain-pc").action(), "now q35, with the control device already there");
+        assertNotNull(persistent("plain-pc").iommu());
     }
 }

@@ -6,7 +6,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicLongArray;
 import org.agrona.concurrent.UnsafeBuffer;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.Logger;
 
 /**
  * Doorbell mode inside a back-end domain (docs/backend-domains.md, "Doorbell mode through a back-end"): the slot's
@@ -21,6 +24,7 @@ import org.agrona.concurrent.UnsafeBuffer;
  * connection stays open: the eventfds are wired to the device while the daemon runs.
  */
 public final class DeviceDoorbell implements AutoCloseable {
+    private static final Logger LOG = LogManager.getLogger(DeviceDoorbell.class);
     /** §8.1's message: magic, u32 vectors, u32 flags, char[32] PCI address. */
     static final int MESSAGE_SIZE = 48;
     static final byte[] MAGIC = "IVCIRQ01".getBytes(StandardCharsets.US_ASCII);
@@ -33,12 +37,14 @@ public final class DeviceDoorbell implements AutoCloseable {
     private final EventFd[] vectors;
     private final Region bar0;
     private final UnsafeBuffer registers;
+    private final AtomicLongArray rung;
 
     private DeviceDoorbell(int socket, EventFd[] vectors, Region bar0) {
         this.socket = socket;
         this.vectors = vectors;
         this.bar0 = bar0;
         this.registers = bar0.view(0, (int) bar0.size());
+        this.rung = new AtomicLongArray(vectors.length);
     }
 
     /**
@@ -117,9 +123,21 @@ public final class DeviceDoorbell implements AutoCloseable {
         return vectors[vector];
     }
 
-    /** Raises MSI-X {@code vector} in the front-end: one 32-bit write of {@code 1 << 16 | vector} to Doorbell. */
+    /**
+     * Raises MSI-X {@code vector} in the front-end: one 32-bit write of {@code 1 << 16 | vector} to Doorbell. The first
+     * ring of each vector is logged ({@code doorbell: first interrupt to the front-end on vector N}): proof for the
+     * operator (and vm/backend-doorbell.sh) that the back-end's rings leave it.
+     */
     public void interruptGuest(int vector) {
         registers.putIntVolatile(DOORBELL_REGISTER, FRONTEND_PEER << 16 | vector);
+        if (rung.getAndIncrement(vector) == 0) {
+            LOG.info("doorbell: first interrupt to the front-end on vector {}", vector);
+        }
+    }
+
+    /** How often this server rang the front-end's {@code vector}. */
+    public long interruptsSent(int vector) {
+        return rung.get(vector);
     }
 
     @Override

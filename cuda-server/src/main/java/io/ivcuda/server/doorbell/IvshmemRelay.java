@@ -18,11 +18,18 @@ import org.apache.logging.log4j.Logger;
  * {@value #FRONTEND_PEER_ID} (the back-end's server rings {@code 1 << 16 | vector}). Which id a connection
  * gets is decided from the kernel's credentials by {@link Roles}, never by what a peer says.
  *
- * <p>Each peer gets fresh eventfds when it connects; the other peer, if connected, learns them at once, and
- * learns that they are gone (the spec's disconnect message, the id with no descriptor) when the peer's
- * connection closes. So either QEMU may start first, and a back-end that restarts while its front-end runs
- * (or the reverse) is wired again when it reconnects — unlike a host-served VM's server, this process stays
- * while peers come and go. QEMU never writes on the socket: anything a peer sends, and its hang-up, drops it.
+ * <p>Each id's eventfds are made once, when the relay starts, and belong to the id, not to a connection: every
+ * QEMU that connects gets the other id's eventfds and then its own, whether the other peer is connected or not,
+ * and nobody is ever told that a peer left. So either QEMU may start first, and a back-end that restarts while
+ * its front-end runs (or the reverse) is wired again the moment it connects, through the eventfds the other
+ * QEMU has held all along — unlike a host-served VM's server, this process stays while peers come and go. Why
+ * not the spec's disconnect message and new eventfds at the return: a QEMU that is told peer N left frees that
+ * peer's eventfd array but keeps using it when peer N's eventfds are announced again (hw/misc/ivshmem.c,
+ * close_peer_eventfds then process_msg_connect; QEMU's own ivshmem-server never reuses an id), which corrupted
+ * the front-end QEMU's heap at the back-end's return (QEMU 7.2, vm/backend-doorbell.sh --restart-backend:
+ * "malloc(): unsorted double linked list corrupted", the front-end VM aborted). A returning peer's own eventfds
+ * are emptied before they are handed over: rings meant for its predecessor are not its interrupts. QEMU never
+ * writes on the socket: anything a peer sends, and its hang-up, drops it.
  */
 public final class IvshmemRelay implements AutoCloseable {
 
@@ -49,13 +56,10 @@ public final class IvshmemRelay implements AutoCloseable {
         }
     }
 
-    /** One connected QEMU: its socket, who it is, and the eventfds of its vectors (made for this connection). */
-    private record Peer(int fd, PeerCredentials who, EventFd[] vectors) {
+    /** One connected QEMU: its socket and who it is. */
+    private record Peer(int fd, PeerCredentials who) {
         void close() {
             Posix.close(fd);
-            for (EventFd v : vectors) {
-                v.close();
-            }
         }
     }
 
@@ -65,6 +69,8 @@ public final class IvshmemRelay implements AutoCloseable {
     private final Roles roles;
     private final Thread thread;
     private final Peer[] peers = new Peer[PEERS];
+    /** Each id's eventfds, one per vector, for the relay's lifetime. */
+    private final EventFd[][] vectorsOf = new EventFd[PEERS][];
     private volatile boolean running = true;
     /** How many times each id connected (tests and the log). */
     private final int[] connections = new int[PEERS];
@@ -78,6 +84,12 @@ public final class IvshmemRelay implements AutoCloseable {
         this.roles = roles;
         this.thread = new Thread(this::serve, "ivshmem-relay");
         this.thread.setDaemon(true);
+        for (int id = 0; id < PEERS; id++) {
+            vectorsOf[id] = new EventFd[vectors];
+            for (int v = 0; v < vectors; v++) {
+                vectorsOf[id][v] = EventFd.create();
+            }
+        }
     }
 
     /**
@@ -201,14 +213,14 @@ public final class IvshmemRelay implements AutoCloseable {
                 Posix.close(fd);
                 return;
             }
-            EventFd[] own = new EventFd[vectors];
-            for (int v = 0; v < vectors; v++) {
-                own[v] = EventFd.create();
-            }
-            Peer joining = new Peer(fd, who, own);
+            Peer joining = new Peer(fd, who);
             Peer other = peers[PEERS - 1 - id];
+            int stale = 0;
+            for (EventFd v : vectorsOf[id]) {
+                stale += v.await(0) ? 1 : 0; // rings for a predecessor: not this QEMU's interrupts
+            }
             try {
-                greet(joining, id, other);
+                greet(joining, id);
             } catch (RuntimeException e) {
                 LOG.warn("handshake with pid {} as peer {} failed: {}", who.pid(), id, e.getMessage());
                 joining.close();
@@ -217,46 +229,25 @@ public final class IvshmemRelay implements AutoCloseable {
             peers[id] = joining;
             connections[id]++;
             writePeers();
-            LOG.info("pid {} (uid {}) connected as peer {} ({}); the other peer is {}", who.pid(), who.uid(), id, role(id),
-                    other == null ? "not connected" : "pid " + other.who().pid());
-            if (other != null) {
-                announce(other, PEERS - 1 - id, id, own);
-            }
-        }
-    }
-
-    /** The spec's greeting: version, the peer's id, the region, the other peer's eventfds, then its own. */
-    private void greet(Peer joining, int id, Peer other) {
-        UnixSockets.send(joining.fd(), IvshmemServer.PROTOCOL_VERSION, -1);
-        UnixSockets.send(joining.fd(), id, -1);
-        UnixSockets.send(joining.fd(), -1, regionFd);
-        if (other != null) {
-            for (EventFd v : other.vectors()) {
-                UnixSockets.send(joining.fd(), PEERS - 1 - id, v.fd());
-            }
-        }
-        for (EventFd v : joining.vectors()) {
-            UnixSockets.send(joining.fd(), id, v.fd());
+            LOG.info("pid {} (uid {}) connected as peer {} ({}); the other peer is {}{}", who.pid(), who.uid(), id, role(id),
+                    other == null ? "not connected" : "pid " + other.who().pid(),
+                    stale == 0 ? "" : "; " + stale + " of its vectors had rings from before it, emptied");
         }
     }
 
     /**
-     * Tells {@code to} (peer {@code toId}) about peer {@code aboutId}: its eventfds, or (null) that it left. Never
-     * blocks: a peer that does not read its socket is dropped.
+     * The spec's greeting: version, the peer's id, the region, the other id's eventfds (whether that peer is
+     * connected or not: they are the id's, for the relay's lifetime), then its own.
      */
-    private void announce(Peer to, int toId, int aboutId, EventFd[] vectorsOfPeer) {
-        try {
-            if (vectorsOfPeer == null) {
-                UnixSockets.sendNow(to.fd(), aboutId, -1);
-            } else {
-                for (EventFd v : vectorsOfPeer) {
-                    UnixSockets.sendNow(to.fd(), aboutId, v.fd());
-                }
-            }
-        } catch (RuntimeException e) {
-            LOG.warn("cannot tell peer {} (pid {}) that peer {} {}: {}", toId, to.who().pid(), aboutId,
-                    vectorsOfPeer == null ? "left" : "joined", e.getMessage());
-            dropLocked(toId, "it could not be told");
+    private void greet(Peer joining, int id) {
+        UnixSockets.send(joining.fd(), IvshmemServer.PROTOCOL_VERSION, -1);
+        UnixSockets.send(joining.fd(), id, -1);
+        UnixSockets.send(joining.fd(), -1, regionFd);
+        for (EventFd v : vectorsOf[PEERS - 1 - id]) {
+            UnixSockets.send(joining.fd(), PEERS - 1 - id, v.fd());
+        }
+        for (EventFd v : vectorsOf[id]) {
+            UnixSockets.send(joining.fd(), id, v.fd());
         }
     }
 
@@ -271,12 +262,9 @@ public final class IvshmemRelay implements AutoCloseable {
         }
         peers[id] = null;
         leaving.close();
+        // the other QEMU is not told (see the class comment): it keeps this id's eventfds for the next one
         writePeers();
         LOG.info("peer {} ({}, pid {}) left: {}", id, role(id), leaving.who().pid(), why);
-        Peer other = peers[PEERS - 1 - id];
-        if (other != null) {
-            announce(other, PEERS - 1 - id, id, null);
-        }
     }
 
     private static String role(int id) {
@@ -292,6 +280,9 @@ public final class IvshmemRelay implements AutoCloseable {
                 if (peers[id] != null) {
                     peers[id].close();
                     peers[id] = null;
+                }
+                for (EventFd v : vectorsOf[id]) {
+                    v.close();
                 }
             }
             if (peersFile != null) {

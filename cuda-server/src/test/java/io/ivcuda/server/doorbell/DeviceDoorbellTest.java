@@ -104,6 +104,9 @@ class DeviceDoorbellTest {
             ByteBuffer bar0 = ByteBuffer.wrap(Files.readAllBytes(resource0)).order(ByteOrder.LITTLE_ENDIAN);
             assertEquals(1 << 16 | 2, bar0.getInt(DeviceDoorbell.DOORBELL_REGISTER),
                     "Doorbell = front-end's peer id 1 << 16 | vector 2");
+            device.interruptGuest(2);
+            assertEquals(2, device.interruptsSent(2), "the rings to the front-end are counted per vector");
+            assertEquals(0, device.interruptsSent(1));
         }
     }
 

@@ -23,7 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The back-end slot's relay against two peers that follow QEMU's ivshmem-spec message by message: which id each
  * gets, that the descriptors wire the two directions, that either may come first, that a peer that leaves and
- * comes back is announced to the other with new eventfds, and what a hostile peer gets.
+ * comes back is wired again through the eventfds the other holds (nobody is told of a departure: QEMU 7.2 corrupts
+ * its heap on an announcement after one), and what a hostile peer gets.
  */
 class IvshmemRelayTest {
 
@@ -59,7 +60,7 @@ class IvshmemRelayTest {
         NativeFiles.close(regionFd);
     }
 
-    /** A QEMU as the spec describes its side: the greeting, then connect and disconnect messages of the other peer. */
+    /** A QEMU as the spec describes its side: the greeting, with the other id's eventfds and then its own. */
     private final class Peer {
         final int fd;
         final long id;
@@ -70,7 +71,7 @@ class IvshmemRelayTest {
         int otherCount;
         boolean closed;
 
-        Peer(IvshmemRelay.Admission as, boolean otherConnected) {
+        Peer(IvshmemRelay.Admission as) {
             admissions.addLast(as);
             fd = UnixSockets.connect(socket);
             opened.add(this);
@@ -84,9 +85,7 @@ class IvshmemRelayTest {
             assertEquals(-1, shm.value());
             shmFd = shm.fd();
             assertTrue(shmFd >= 0, "the region comes with the third message");
-            if (otherConnected) {
-                readAnnouncement();
-            }
+            readAnnouncement(); // whether that peer is connected or not
             for (int v = 0; v < VECTORS; v++) {
                 UnixSockets.Message m = receive(5000);
                 assertEquals(id, m.value(), "own vector " + v);
@@ -99,7 +98,7 @@ class IvshmemRelayTest {
             return 1 - id;
         }
 
-        /** The other peer joined: its id with one descriptor per vector, in vector order. */
+        /** The other id's eventfds: its id with one descriptor per vector, in vector order. */
         void readAnnouncement() {
             for (int v = 0; v < VECTORS; v++) {
                 UnixSockets.Message m = receive(5000);
@@ -108,17 +107,6 @@ class IvshmemRelayTest {
                 other[v] = m.fd();
             }
             otherCount++;
-        }
-
-        /** The other peer left: its id without a descriptor. */
-        void readDeparture() {
-            UnixSockets.Message m = receive(5000);
-            assertEquals(otherId(), m.value(), "the departed peer's id");
-            assertEquals(-1, m.fd(), "a departure carries no descriptor");
-            for (int v = 0; v < VECTORS; v++) {
-                Posix.close(other[v]);
-                other[v] = -1;
-            }
         }
 
         /** This guest writes {@code otherId << 16 | vector} to Doorbell: QEMU signals the other's eventfd. */
@@ -186,12 +174,12 @@ class IvshmemRelayTest {
     @Test
     void backEndFirstThenFrontEndKeepTheHostServedIds() throws Exception {
         try (IvshmemRelay relay = IvshmemRelay.start(socket, regionFd, VECTORS, roles)) {
-            Peer back = new Peer(backend(), false);
+            Peer back = new Peer(backend());
             assertEquals(0, back.id, "the back-end's slot device is peer 0: the id a front-end's guest library rings");
             assertFalse(back.readable(100), "nothing more while it is alone");
-            Peer front = new Peer(frontend(), true);
+            Peer front = new Peer(frontend());
             assertEquals(1, front.id, "the front-end is peer 1, as with a host-served server");
-            back.readAnnouncement();
+            assertFalse(back.readable(100), "the back-end holds the front-end's eventfds already: nothing more to say");
             assertSameRegion(regionPath, back);
             assertSameRegion(regionPath, front);
             assertWired(back, front);
@@ -208,14 +196,14 @@ class IvshmemRelayTest {
         try (IvshmemRelay relay = IvshmemRelay.start(socket, regionFd, VECTORS, roles)) {
             relay.recordPeers(peers);
             assertEquals("", Files.readString(peers), "nobody yet");
-            Peer back = new Peer(backend(), false);
+            Peer back = new Peer(backend());
             waitFor(() -> read(peers).equals("0 " + me + "\n"));
-            Peer front = new Peer(frontend(), true);
-            back.readAnnouncement();
+            Peer front = new Peer(frontend());
             waitFor(() -> read(peers).equals("0 " + me + "\n1 " + me + "\n"));
             back.close();
-            front.readDeparture();
             waitFor(() -> read(peers).equals("1 " + me + "\n"));
+            front.close();
+            waitFor(() -> read(peers).equals(""));
         }
         assertFalse(Files.exists(peers), "removed with the relay");
     }
@@ -231,37 +219,37 @@ class IvshmemRelayTest {
     @Test
     void frontEndFirstIsWiredWhenTheBackEndComes() throws Exception {
         try (IvshmemRelay relay = IvshmemRelay.start(socket, regionFd, VECTORS, roles)) {
-            Peer front = new Peer(frontend(), false);
+            Peer front = new Peer(frontend());
             assertEquals(1, front.id);
-            Peer back = new Peer(backend(), true);
+            Peer back = new Peer(backend());
             assertEquals(0, back.id);
-            front.readAnnouncement();
+            assertFalse(front.readable(100));
             assertWired(back, front);
         }
     }
 
     @Test
-    void aBackEndThatRestartsIsAnnouncedWithNewEventfds() throws Exception {
+    void aBackEndThatRestartsIsWiredAgainThroughTheEventfdsTheFrontEndHolds() throws Exception {
         try (IvshmemRelay relay = IvshmemRelay.start(socket, regionFd, VECTORS, roles)) {
-            Peer back = new Peer(backend(), false);
-            Peer front = new Peer(frontend(), true);
-            back.readAnnouncement();
+            Peer back = new Peer(backend());
+            Peer front = new Peer(frontend());
             back.close();
-            front.readDeparture();
             waitFor(() -> relay.peer(0) == null);
+            assertFalse(front.readable(200), "the front-end is not told: no disconnect, no announcement later");
+            front.ring(1); // for nobody: the back-end is away
 
-            Peer again = new Peer(backend(), true);
+            Peer again = new Peer(backend());
             assertEquals(0, again.id, "the restarted back-end takes peer 0 again");
-            front.readAnnouncement();
             assertEquals(2, relay.connections(0));
+            assertFalse(again.interrupted(1, 50), "a ring from before it connected is no interrupt of the new back-end");
+            assertFalse(front.readable(200), "still nothing to tell the front-end");
             assertWired(again, front);
 
-            // and the front-end restarting is announced to the back-end the same way
+            // and the front-end restarting is the same the other way
             front.close();
-            again.readDeparture();
             waitFor(() -> relay.peer(1) == null);
-            Peer front2 = new Peer(frontend(), true);
-            again.readAnnouncement();
+            Peer front2 = new Peer(frontend());
+            assertFalse(again.readable(200));
             assertWired(again, front2);
         }
     }
@@ -269,7 +257,7 @@ class IvshmemRelayTest {
     @Test
     void aSecondPeerForATakenIdIsClosedWithoutAGreeting() throws Exception {
         try (IvshmemRelay relay = IvshmemRelay.start(socket, regionFd, VECTORS, roles)) {
-            Peer back = new Peer(backend(), false);
+            Peer back = new Peer(backend());
             admissions.addLast(backend());
             int intruder = UnixSockets.connect(socket);
             assertNull(UnixSockets.receive(intruder), "refused: end of stream, no greeting");
@@ -312,14 +300,12 @@ class IvshmemRelayTest {
     }
 
     @Test
-    void aPeerThatSendsAnythingIsDroppedAndTheOtherTold() throws Exception {
+    void aPeerThatSendsAnythingIsDropped() throws Exception {
         try (IvshmemRelay relay = IvshmemRelay.start(socket, regionFd, VECTORS, roles)) {
-            Peer back = new Peer(backend(), false);
-            Peer front = new Peer(frontend(), true);
-            back.readAnnouncement();
+            Peer back = new Peer(backend());
+            Peer front = new Peer(frontend());
             // QEMU never writes on the socket; a forged "I am peer 0" message is no request, it ends the peer
             UnixSockets.send(front.fd, 0, front.own[0]);
-            back.readDeparture();
             assertTrue(front.readable(5000));
             // closed with our message unread: end of stream or a reset, never a reply
             try {
@@ -329,6 +315,7 @@ class IvshmemRelayTest {
             }
             waitFor(() -> relay.peer(1) == null);
             assertNotNull(relay.peer(0), "the back-end stays");
+            assertFalse(back.readable(100), "and hears nothing of it");
         }
     }
 
