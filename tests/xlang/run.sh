@@ -22,6 +22,7 @@ gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/tensor_maps" tests/xlan
 gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/streams" tests/xlang/streams.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/vmm" tests/xlang/vmm.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/ordering" tests/xlang/ordering.c -Lguest/target -lcuda || exit 1
+gcc -std=c11 -O2 -Wall -Werror -pthread -Iguest/include -o "$work/callback_threads" tests/xlang/callback_threads.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/target/generated -Iguest/include -o "$work/pinned" tests/xlang/pinned.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/pointer_attrs" tests/xlang/pointer_attrs.c -Lguest/target -lcuda || exit 1
 gcc -std=c11 -O2 -Wall -Werror -Iguest/include -o "$work/graph_update" tests/xlang/graph_update.c -Lguest/target -lcuda || exit 1
@@ -84,6 +85,13 @@ expect_ok "killed process's 64 MiB reclaimed" "$work/xfer" free-equals "$baselin
 expect_ok "host functions, stream queries, stream memory operations" "$work/streams"
 # a thread's queued work is in the stream before another thread it told calls (protocol §6)
 expect_ok "order between threads" "$work/ordering"
+# the simpleCallback pattern: threads exit right after queueing a stream callback, which starts a new
+# thread; its hello often lands on a channel another thread of the same process just gave back
+# (same token), while that channel's old worker is still leaving: it must be served, not refused
+cb_ok=1
+for _ in 1 2 3 4 5; do out=$(timeout 120 "$work/callback_threads" 100 8 2>&1) || { cb_ok=0; break; }; done
+if [ $cb_ok = 1 ]; then pass "stream callbacks start threads as their launching threads exit"; else
+    fail "stream callbacks start threads as their launching threads exit: $(echo "$out" | tail -3)"; fi
 
 # A hostile guest: malformed requests get errors, the server keeps serving.
 expect_ok "hostile guest" "$work/hostile" "$region"

@@ -50,6 +50,8 @@ public final class ChannelWorker implements Runnable {
     private boolean releaseOnExit;
     private volatile Thread thread;
     private boolean poisoned;
+    /** The serving loop left because the guest gave the channel back (set by the worker's thread). */
+    private boolean ownerLeft;
     private int sticky;
 
     /**
@@ -108,6 +110,22 @@ public final class ChannelWorker implements Runnable {
         return stop || control.ownerVolatile() != token;
     }
 
+    /**
+     * {@link #stopping()} for the serving loop, which leaves when it answers true: remembers whether
+     * it leaves because the guest gave the channel back (owner no longer this token) rather than
+     * because it was told to stop, for {@link #detach()}.
+     */
+    private boolean leaving() {
+        if (stop) {
+            return true;
+        }
+        if (control.ownerVolatile() != token) {
+            ownerLeft = true;
+            return true;
+        }
+        return false;
+    }
+
     public void join(long millis) throws InterruptedException {
         Thread t = thread;
         if (t != null && t != Thread.currentThread()) {
@@ -131,13 +149,13 @@ public final class ChannelWorker implements Runnable {
     public void run() {
         control.attachedRelease(1);
         try {
-            while (!stopping()) {
+            while (!leaving()) {
                 long req = control.reqSeqAcquire();
                 if (req != state.lastSeq) {
                     // The guest stores owner before it publishes req_seq: a request seen here with
                     // the owner no longer ours is the next process's first one (its hello), for
                     // the worker the watcher attaches for it — not for this one, which must stop.
-                    if (stopping()) {
+                    if (leaving()) {
                         break;
                     }
                     serveRequest(req);
@@ -146,7 +164,7 @@ public final class ChannelWorker implements Runnable {
                 }
                 long tail = control.ringTailAcquire();
                 if (tail != state.ringHead && !poisoned) {
-                    if (stopping()) {
+                    if (leaving()) {
                         break; // the same for the next owner's ring records
                     }
                     drainRing(tail);
@@ -178,7 +196,11 @@ public final class ChannelWorker implements Runnable {
      * its first request, which is not ours to answer.
      */
     private void detach() {
-        if (control.ownerVolatile() == token) {
+        // A worker that left because its owner gave the channel back settles nothing: the guest
+        // released it at rest, and the owner word reading this token again now means the same
+        // process claimed it anew (another of its threads, token alike) and may have published its
+        // hello already — the next worker's to serve, not this one's to answer with an error.
+        if (!ownerLeft && control.ownerVolatile() == token) {
             long pending = control.reqSeqAcquire();
             if (pending != state.lastSeq) {
                 // a request published but never served: answer it so the guest does not read a stale response
