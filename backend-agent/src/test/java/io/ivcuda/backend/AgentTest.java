@@ -72,6 +72,10 @@ class AgentTest {
         assertEquals(g, slot.servedGenerationVolatile());
         long pid = slot.serverPid();
         assertTrue(alive(pid), "the server runs");
+        // the front-end's quota, as the host wrote it into the slot, is the server's memory.quota
+        String cmdline = new String(java.nio.file.Files.readAllBytes(java.nio.file.Path.of("/proc/" + pid + "/cmdline")),
+                java.nio.charset.StandardCharsets.UTF_8).replace('\0', ' ');
+        assertTrue(cmdline.contains(" " + io.ivcuda.common.config.ServerKeys.MEMORY_QUOTA.name() + "=" + (64L << 20) + " "), cmdline);
         HeaderFlyweight h = backend.slotHeader(1);
         assertEquals(HeaderFlyweight.STATE_READY, h.serverStateVolatile(), "the server serves slot 1's device, found by token");
         assertEquals(1, h.slotIndex(), "and kept the slot's identity");

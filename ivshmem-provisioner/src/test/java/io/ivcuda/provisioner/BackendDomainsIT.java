@@ -184,7 +184,7 @@ class BackendDomainsIT {
             }
             assertEquals(FRONT1, s1.frontendName(), view.toString());
             assertEquals(FRONT2, s2.frontendName(), view.toString());
-            // one server process per front-end: handles and memory of one are never the other's
+            // one server process per front-end, each on its own slot file: the front-ends share no server state (no test here has one use the other's handles)
             assertNotEquals(s1.serverPid(), s2.serverPid(), "each front-end has a server process of its own: " + view);
         }
     }
