@@ -174,8 +174,12 @@ CUresult ivc_wait_until(struct ivc_channel *ch, ivc_wait_done done, void *argume
         } else {
             r = waiter_pause(&w, ch, what);
         }
+        /* The server answers, then may release the channel or change its state (a hello refused while
+         * it replaces its CUDA process: answered, then the channel released). A check that sees the
+         * change may come after the answer: the answer stands (the server writes it before the
+         * release, and the owner's load orders this one). */
         if (r != CUDA_SUCCESS)
-            return r;
+            return done(ch, argument) ? CUDA_SUCCESS : r;
     }
     return CUDA_SUCCESS;
 }
