@@ -20,9 +20,11 @@ import org.agrona.concurrent.UnsafeBuffer;
 /**
  * A Java stand-in for the guest library: its own mapping of the region, read and written through
  * the generated flyweights, with requests encoded by the generated {@link Requests}; what it does
- * by hand is only the protocol's choreography (docs/protocol.md §3–6, §8).
+ * by hand is only the protocol's choreography (docs/protocol.md §3–6, §8). Public, with what
+ * backend-agent's tests use of it (through cuda-server's test jar): a front-end speaking to the
+ * servers the agent starts.
  */
-final class FakeGuest implements AutoCloseable {
+public final class FakeGuest implements AutoCloseable {
     static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     /** The result of a call whose channel the server took back before answering it. */
     static final int LOST = -1;
@@ -44,7 +46,7 @@ final class FakeGuest implements AutoCloseable {
     java.util.function.IntConsumer bell;
     int vectors = 1;
 
-    FakeGuest(Path file, long size) throws Exception {
+    public FakeGuest(Path file, long size) throws Exception {
         region = Region.openOrCreate(file, size);
         header = region.view(0, HeaderFlyweight.LENGTH);
         layout.wrap(header, 0);
@@ -71,7 +73,7 @@ final class FakeGuest implements AutoCloseable {
         return new Channel(c, control, token, index);
     }
 
-    Channel claim(int index, long token) {
+    public Channel claim(int index, long token) {
         UnsafeBuffer c = region.view(channelTable + (long) index * stride, stride);
         ChannelFlyweight control = new ChannelFlyweight().wrap(c, 0);
         assertTrue(control.compareAndSetOwner(0, token), "channel " + index + " is free");
@@ -89,13 +91,13 @@ final class FakeGuest implements AutoCloseable {
     }
 
     /** The response of one call. */
-    record Response(int result, int payloadLen, UnsafeBuffer buffer, int payload) {
-        long out(int slot) {
+    public record Response(int result, int payloadLen, UnsafeBuffer buffer, int payload) {
+        public long out(int slot) {
             return buffer.getLong(payload + 8 * slot, LE);
         }
     }
 
-    final class Channel {
+    public final class Channel {
         final UnsafeBuffer c;
         final ChannelFlyweight control;
         final RequestFlyweight request = new RequestFlyweight();
@@ -117,7 +119,7 @@ final class FakeGuest implements AutoCloseable {
             window = ring + ringSize;
         }
 
-        Response call(Request r) {
+        public Response call(Request r) {
             return callRaw(r.opcode, r.length, r.payload, r.length);
         }
 
@@ -166,7 +168,7 @@ final class FakeGuest implements AutoCloseable {
             return callRaw(r.opcode, r.length, r.payload, r.length, 60_000_000_000L);
         }
 
-        Response hello() {
+        public Response hello() {
             return hello(Opcodes.API_HASH);
         }
 
