@@ -1,8 +1,9 @@
 #!/bin/bash
 # Tests the built packages on this machine as an admin would use them (root, Debian 12, libvirtd +
 # virtlogd running without systemd, as in .ci/run):
-#   - installs ivcuda-host on a host without systemd: the postinst says what it did and what to do, the
-#     provisioner runs from its init script with a pidfile and a log;
+#   - installs ivcuda-host on a host without systemd over an admin's configuration written before it (kept,
+#     no conffile prompt; the package's own beside it as .dpkg-dist): the postinst says what it did and
+#     what to do, the provisioner runs from its init script with a pidfile and a log;
 #   - every command's --help, --version (the package's version), man page and bash completion; exit codes;
 #     a short command's start (status) under a second;
 #   - the hook and the one-shot commands log to the journal (a journald of the test's own, started by hand:
@@ -147,9 +148,28 @@ guest_deb=$(ls packaging/out/ivcuda-guest_*.deb)
 package_version=$(dpkg-deb -f "$host_deb" Version)
 package_version=${package_version%-*}
 
+# An admin's host configuration written before the first install (configuration management often runs
+# first) is kept: a non-interactive apt-get must not stop at dpkg's conffile prompt. The admin's file here
+# is the package's own plus one line.
+config=/etc/ivcuda/ivcuda.properties
+if [ -e "$config" ]; then
+    # not ours to keep: say what it is (its first line names the test that wrote it) and replace it
+    echo "note: $config is here before the install ($(stat -c '%y' "$config")); its first line: $(head -n 1 "$config")"
+fi
+mkdir -p /etc/ivcuda
+dpkg-deb --fsys-tarfile "$host_deb" | tar -xOf - ./etc/ivcuda/ivcuda.properties > "$config"
+echo "# written by the admin before the package was installed" >> "$config"
+
 echo "== install $host_deb (no systemd here)"
 installed=$(apt-get install -y -q --no-install-recommends "./$host_deb" 2>&1) || { echo "$installed"; fail "install"; }
 echo "$installed"
+grep -q '^# written by the admin before the package was installed$' "$config" \
+    || fail "the install replaced the admin's $config that was there before it"
+[ -f "$config.dpkg-dist" ] && ! grep -q 'written by the admin' "$config.dpkg-dist" \
+    || fail "the install did not keep the package's own configuration as $config.dpkg-dist"
+[ ! -e "$config.dpkg-preinstalled" ] || fail "the install left $config.dpkg-preinstalled behind"
+grep -q "ivcuda-host: kept $config, which was there before the package" <<<"$installed" \
+    || fail "the postinst does not say that it kept the admin's $config"
 dpkg -L ivcuda-host > /tmp/ivcuda-host.files
 grep -q "ivcuda-host: no systemd here: the provisioner runs from $init (pid [0-9]*, log /var/log/ivcuda/provisioner.log)" \
     <<<"$installed" || fail "the postinst does not say that and how it started the provisioner"
