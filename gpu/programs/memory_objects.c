@@ -216,14 +216,15 @@ static void pool_handles(CUdevice dev, CUmemoryPool given, CUdeviceptr from_curr
 {
     CUmemoryPool current = NULL, of_current = NULL, of_given = NULL, of_plain = (CUmemoryPool)1;
     CK(cuDeviceGetMemPool(&current, dev));
-    CK(cuPointerGetAttribute(&of_current, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, from_current));
-    CK(cuPointerGetAttribute(&of_given, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, from_given + 4096));
+    CUresult r_current = cuPointerGetAttribute(&of_current, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, from_current);
+    CUresult r_given = cuPointerGetAttribute(&of_given, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, from_given + 4096);
     CUdeviceptr plain;
     CK(cuMemAlloc(&plain, 4096));
-    CK(cuPointerGetAttribute(&of_plain, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, plain));
+    CUresult r_plain = cuPointerGetAttribute(&of_plain, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, plain);
     CK(cuMemFree(plain));
-    printf("memory_objects mempool_handle cuMemAllocAsync=%s cuMemAllocFromPoolAsync=%s cuMemAlloc=%s\n",
-           which_pool(of_current, current, NULL), which_pool(of_given, NULL, given), which_pool(of_plain, current, given));
+    printf("memory_objects mempool_handle cuMemAllocAsync %s %s, cuMemAllocFromPoolAsync %s %s, cuMemAlloc %s %s\n",
+           result_name(r_current), which_pool(of_current, current, NULL), result_name(r_given),
+           which_pool(of_given, NULL, given), result_name(r_plain), which_pool(of_plain, current, given));
 }
 
 /* Stream-ordered allocation from the device's default pool: allocate, fill, copy back, free, all in
