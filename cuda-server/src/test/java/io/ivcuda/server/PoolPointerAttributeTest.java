@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
  * given by cuDeviceGetMemPool/cuDeviceGetDefaultMemPool or ivc_mempool_create), never the native
  * pool nor another process's handle; NULL for cuMemAlloc memory. The backend is the host-memory one
  * with a device pool to name (the plain one has none: cuDeviceGetMemPool is NOT_SUPPORTED there).
- * The GPU path (JnaCudaBackend) runs in gpu/programs/pointer_pools.c.
+ * The GPU path (JnaCudaBackend): gpu/programs/memory_objects.c, compared with native.
  */
 class PoolPointerAttributeTest extends HostMemoryGuestCase {
     static final long TOKEN = (8585L << 32) | 0x47;
