@@ -8,7 +8,8 @@ import org.junit.jupiter.api.BeforeEach;
  * A {@link HostMemoryGuestCase} whose server is already running when each test begins, on a backend made
  * for that test alone ({@link #backend}: the host-memory backend or a stand-in derived from it that records
  * or fakes what the driver would do), and whose own process is the token the subclass names: the set-up of
- * the tests that look at one backend's calls ({@link GraphCase}'s tests, {@link PointerAttributeTest}).
+ * the tests that look at one backend's calls ({@link GraphCase}'s tests, {@link LibraryTest},
+ * {@link KernelLaunchTest}, {@link PointerAttributeTest}, ...).
  *
  * @param <B> the backend's class, so a test reads what its stand-in recorded without a cast
  */
