@@ -18,6 +18,8 @@ struct fake_state fake;
 static uint8_t *region;
 static pthread_t thread;
 static atomic_int running;
+/* Held by the serving thread while it serves, and by fake_server_hold / fake_server_answer. */
+static pthread_mutex_t serving = PTHREAD_MUTEX_INITIALIZER;
 
 struct server_channel {
     uint64_t last_seq;
@@ -705,11 +707,13 @@ static void *server_main(void *unused)
             continue;
         }
         __atomic_fetch_add((uint64_t *)(region + IVC_HDR_SERVER_HEARTBEAT), 1, __ATOMIC_RELEASE);
+        pthread_mutex_lock(&serving);
         for (int i = 0; i < FAKE_CHANNELS; i++) {
             ivc_store32(channel_base(i) + IVC_CH_SERVER_PARKED, (uint32_t)atomic_load(&fake.parked));
-            if (ivc_load64(channel_base(i) + IVC_CH_OWNER) != 0)
+            if (!atomic_load(&fake.holding) && ivc_load64(channel_base(i) + IVC_CH_OWNER) != 0)
                 serve(i);
         }
+        pthread_mutex_unlock(&serving);
         sched_yield();
     }
     return NULL;
@@ -732,6 +736,20 @@ void fake_server_start(const char *path)
     fake.device = calloc(1, FAKE_DEVICE_SIZE);
     atomic_store(&running, 1);
     pthread_create(&thread, NULL, server_main, NULL);
+}
+
+void fake_server_hold(int hold)
+{
+    pthread_mutex_lock(&serving);
+    atomic_store(&fake.holding, hold);
+    pthread_mutex_unlock(&serving);
+}
+
+void fake_server_answer(int i)
+{
+    pthread_mutex_lock(&serving);
+    serve(i);
+    pthread_mutex_unlock(&serving);
 }
 
 uint8_t *fake_channel(int i)

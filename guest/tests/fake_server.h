@@ -33,6 +33,7 @@ struct fake_state {
     atomic_int calls[256];          /* per opcode (sync requests and ring records) */
     atomic_int pads;                /* PAD records seen */
     atomic_int frozen;              /* 1: stop answering and stop the heartbeat */
+    atomic_int holding;             /* 1: leave requests unanswered, heartbeat on (fake_server_hold) */
     atomic_int refuse_hello;        /* 1: answer hello with a different api hash; 2: CUDA_ERROR_SYSTEM_NOT_READY */
     uint8_t *device;                /* FAKE_DEVICE_SIZE bytes of "device memory" */
     uint8_t last_launch[4096];
@@ -110,6 +111,12 @@ void fake_server_start(const char *path);
  * every test's first lines. The path stays valid for the process's life (unlink it at the end). */
 const char *fake_region_start(void);
 void fake_server_stop(void);
+/* Holds requests (1: the serving thread answers none, the heartbeat goes on) or serves them again
+ * (0). On return no answer is being written and, while held, none will be but fake_server_answer's. */
+void fake_server_hold(int hold);
+/* Answers channel i's pending request (and drains its ring) now, from the calling thread: what the
+ * serving thread would have done; with requests held, the test chooses the moment. */
+void fake_server_answer(int i);
 /* What a cuda-server replacing its CUDA process does to the region (protocol §7): INIT, the
  * channel table wiped (and this server's record of it), epoch + 1, READY; hellos accepted again. */
 void fake_server_restart(void);
