@@ -179,7 +179,9 @@ if pgrep -x libvirtd >/dev/null; then
 fi
 "$init" status || fail "the provisioner daemon does not run after the install"
 provisioner_pid=$(cat /run/ivcuda/provisioner.pid)
-[ -s /var/log/ivcuda/provisioner.log ] || fail "the daemon's log /var/log/ivcuda/provisioner.log is empty"
+# its first line comes once it connected to libvirt, after the pidfile: seconds on a loaded machine
+for _ in $(seq 1 600); do [ -s /var/log/ivcuda/provisioner.log ] && break; sleep 0.1; done
+[ -s /var/log/ivcuda/provisioner.log ] || fail "the daemon's log /var/log/ivcuda/provisioner.log is empty after 60 s"
 [ "$(stat -c %a /run/ivcuda)" = 750 ] || fail "/run/ivcuda is mode $(stat -c %a /run/ivcuda), not 0750"
 for archive in ivshmem-provisioner libvirt-hook cuda-server; do
     [ -s "/var/cache/ivcuda/$archive.jsa" ] || fail "no class-data sharing archive /var/cache/ivcuda/$archive.jsa"
