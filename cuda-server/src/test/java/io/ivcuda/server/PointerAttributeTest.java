@@ -30,6 +30,7 @@ class PointerAttributeTest extends StartedServerCase<HostMemoryBackend> {
     static final int RANGE_START_ADDR = 11;
     static final int RANGE_SIZE = 12;
     static final int MAPPED = 13;
+    static final int MEMPOOL_HANDLE = 17;
 
     PointerAttributeTest() {
         super(TOKEN, HostMemoryBackend::new);
@@ -62,6 +63,8 @@ class PointerAttributeTest extends StartedServerCase<HostMemoryBackend> {
         assertEquals(1, value(c.call(Requests.ivc_pointer_attribute(4, MAPPED, p)), 4), "mapped");
         assertEquals(d + 4999, value(c.call(Requests.ivc_pointer_attribute(8, DEVICE_POINTER, d + 4999)), 8),
                 "the last byte");
+        assertEquals(0, value(c.call(Requests.ivc_pointer_attribute(8, MEMPOOL_HANDLE, p)), 8),
+                "cuMemAlloc memory is no mempool's: NULL (PoolPointerAttributeTest: pool memory)");
     }
 
     @Test
