@@ -67,12 +67,7 @@ SOURCES=()
 for b in "${BENCHES[@]}"; do SOURCES+=("$REPO_ROOT/bench/programs/$b.c"); done
 build_programs "$REPO_ROOT/gpu/programs" "$BIN" "${SOURCES[@]}" || { log "building the benchmarks failed"; exit 1; }
 
-JAVA_OK=0
-setup_java && JAVA_OK=1
-GUEST_OK=0
-if [ "$JAVA_OK" = 1 ] || [ -n "${IVCUDA_GUEST_LIB_DIR:-}" ]; then
-    build_guest && GUEST_OK=1
-fi
+setup_java_and_guest
 
 if [ "$DRY_RUN" = 1 ]; then
     # No GPU: the benchmarks run against the CPU mock of libcuda (their own logic only;

@@ -33,13 +33,7 @@ log "runtime-API programs, OUT=$OUT, BUILD_DIR=$BUILD_DIR"
 : >"$OUT/logs/ldd-native.log"
 timeout 300 "$REPO_ROOT/tests/cudart/build.sh" "$CUDA_HOME/bin/nvcc" "$BIN" >"$OUT/logs/cudart-build.log" 2>&1 ||
     problem "building tests/cudart failed (logs/cudart-build.log)"
-JAVA_OK=0
-setup_java && JAVA_OK=1
-GUEST_OK=0
-if [ "$JAVA_OK" = 1 ] || [ -n "${IVCUDA_GUEST_LIB_DIR:-}" ]; then
-    build_guest && GUEST_OK=1
-fi
-[ "$GUEST_OK" = 1 ] || problem "guest library not available"
+setup_java_and_guest || problem "guest library not available"
 
 declare -A NATIVE_RC NATIVE_WALL IVCUDA_RC IVCUDA_WALL EQUAL
 for p in "${PROGRAMS[@]}"; do

@@ -243,6 +243,19 @@ build_guest() {
     log "guest library: $GUEST_LIB_DIR/libcuda.so.1 ($(readelf -d "$GUEST_LIB_DIR/libcuda.so.1" 2>/dev/null | awk '/SONAME/ { print $NF }'))"
 }
 
+# Java (which generates the guest library's stubs and runs the server) and the guest library: JAVA_OK and
+# GUEST_OK are 1 for what is there, 0 otherwise; without Java, IVCUDA_GUEST_LIB_DIR can still name a built
+# library. Fails when there is no guest library.
+setup_java_and_guest() {
+    JAVA_OK=0
+    setup_java && JAVA_OK=1
+    GUEST_OK=0
+    if [ "$JAVA_OK" = 1 ] || [ -n "${IVCUDA_GUEST_LIB_DIR:-}" ]; then
+        build_guest && GUEST_OK=1
+    fi
+    [ "$GUEST_OK" = 1 ]
+}
+
 # Refuses to call a run "ivcuda" unless the program really loads our library.
 check_guest_is_loaded() {
     local prog=$1 resolved
@@ -450,12 +463,38 @@ build_mock_libcuda() {
         "$REPO_ROOT/gpu/tools/mock_libcuda.c" -o "$MOCK_DIR/libcuda.so.1"
 }
 
-# ---- shared by the validation scripts (gpu/validate.sh, vm/gpu-vm.sh) --------------------------
+# ---- shared by the validation scripts (gpu/validate.sh, vm/gpu-vm.sh, gpu/cudart.sh) ------------
 # They set DEADLINE_S (epoch seconds no step may outlast) and keep PROBLEMS, NATIVE_RC, EQUAL.
 
 problem() {
     PROBLEMS+=("$*")
     log "PROBLEM: $*"
+}
+
+# The kernels (gpu/kernels/*.cu) into $KERNELS and the programs named in PROGRAMS (gpu/programs/<name>.c)
+# into $BIN, linked as choose_libcuda_link decides; a problem where either fails.
+build_kernels_and_programs() {
+    local p sources=()
+    build_kernels "$KERNELS" "$REPO_ROOT"/gpu/kernels/*.cu || problem "building kernels failed"
+    choose_libcuda_link
+    for p in "${PROGRAMS[@]}"; do sources+=("$REPO_ROOT/gpu/programs/$p.c"); done
+    build_programs "$REPO_ROOT/gpu/programs" "$BIN" "${sources[@]}" || problem "building the programs failed"
+}
+
+# Each program of PROGRAMS in $BIN on NVIDIA's driver, its kernels' directory as argument, each under
+# NATIVE_TIMEOUT_S or what is left before DEADLINE_S: NATIVE_RC and NATIVE_WALL get its result, or why it
+# was skipped; the outputs go to logs/<program>.native.*.
+run_programs_natively() {
+    local p t
+    for p in "${PROGRAMS[@]}"; do
+        [ -x "$BIN/$p" ] || { NATIVE_RC[$p]="skipped (not built)"; continue; }
+        check_native_driver "$BIN/$p" || { NATIVE_RC[$p]="skipped (would load the guest library)"; continue; }
+        t=$(bounded_timeout "$NATIVE_TIMEOUT_S")
+        if [ "$t" -lt 5 ]; then NATIVE_RC[$p]="skipped (time budget)"; continue; fi
+        PROGRAM_TIMEOUT_S=$t run_program native "$BIN/$p" "$OUT/logs/$p.native" "$KERNELS"
+        NATIVE_RC[$p]=$RUN_RC; NATIVE_WALL[$p]=$RUN_WALL
+        log "native $p: rc=$RUN_RC wall=${RUN_WALL}s"
+    done
 }
 
 # Seconds a step may still take, so the whole command ends before DEADLINE_S.

@@ -66,18 +66,8 @@ log "ivcuda GPU validation in a VM, accel=$ACCEL, OUT=$OUT, BUILD_DIR=$BUILD_DIR
 
 QEMU_OK=0
 setup_qemu && QEMU_OK=1 || problem "QEMU not available"
-build_kernels "$KERNELS" "$REPO_ROOT"/gpu/kernels/*.cu || problem "building kernels failed"
-choose_libcuda_link
-SOURCES=()
-for p in "${PROGRAMS[@]}"; do SOURCES+=("$REPO_ROOT/gpu/programs/$p.c"); done
-build_programs "$REPO_ROOT/gpu/programs" "$BIN" "${SOURCES[@]}" || problem "building the programs failed"
-JAVA_OK=0
-setup_java && JAVA_OK=1
-GUEST_OK=0
-if [ "$JAVA_OK" = 1 ] || [ -n "${IVCUDA_GUEST_LIB_DIR:-}" ]; then
-    build_guest && GUEST_OK=1
-fi
-[ "$GUEST_OK" = 1 ] || problem "guest library not available"
+build_kernels_and_programs
+setup_java_and_guest || problem "guest library not available"
 
 IMAGE_OK=0
 if [ "$GUEST_OK" = 1 ]; then
@@ -109,15 +99,7 @@ for p in "${PROGRAMS[@]}"; do
     NATIVE_RC[$p]="skipped"; NATIVE_WALL[$p]="-"; VM_RC[$p]="skipped"; VM_WALL[$p]="-"; EQUAL[$p]="-"
 done
 
-for p in "${PROGRAMS[@]}"; do
-    [ -x "$BIN/$p" ] || { NATIVE_RC[$p]="skipped (not built)"; continue; }
-    check_native_driver "$BIN/$p" || { NATIVE_RC[$p]="skipped (would load the guest library)"; continue; }
-    t=$(bounded_timeout "$NATIVE_TIMEOUT_S")
-    if [ "$t" -lt 5 ]; then NATIVE_RC[$p]="skipped (time budget)"; continue; fi
-    PROGRAM_TIMEOUT_S=$t run_program native "$BIN/$p" "$OUT/logs/$p.native" "$KERNELS"
-    NATIVE_RC[$p]=$RUN_RC; NATIVE_WALL[$p]=$RUN_WALL
-    log "native $p: rc=$RUN_RC wall=${RUN_WALL}s"
-done
+run_programs_natively
 
 VM_WALL_TOTAL="-"
 if [ "$QEMU_OK" = 1 ] && [ "$IMAGE_OK" = 1 ] && [ "$JAVA_OK" = 1 ]; then

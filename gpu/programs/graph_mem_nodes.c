@@ -5,23 +5,9 @@
  * cuMemcpyDtoH and freed with cuMemFreeAsync; and, for comparison, the same kind of graph by stream
  * capture of cuMemAllocAsync/cuMemFreeAsync. Every line it prints is the same on NVIDIA's driver
  * and through ivcuda (addresses are printed only as comparisons). Kernels: graph_nodes'. */
-#include "common.h"
+#include "graph_node_params.h"
 
 enum { N = 4096, THREADS = 256, LAUNCHES = 3 };
-
-static const char *type_name(CUgraphNode node)
-{
-    CUgraphNodeType t;
-    CK(cuGraphNodeGetType(node, &t));
-    switch (t) {
-    case CU_GRAPH_NODE_TYPE_KERNEL: return "kernel";
-    case CU_GRAPH_NODE_TYPE_MEMCPY: return "memcpy";
-    case CU_GRAPH_NODE_TYPE_MEMSET: return "memset";
-    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: return "alloc";
-    case CU_GRAPH_NODE_TYPE_MEM_FREE: return "free";
-    default: return "other";
-    }
-}
 
 static CUDA_MEM_ALLOC_NODE_PARAMS alloc_params(size_t bytes, const CUmemAccessDesc *desc)
 {
@@ -34,45 +20,6 @@ static CUDA_MEM_ALLOC_NODE_PARAMS alloc_params(size_t bytes, const CUmemAccessDe
     p.accessDescCount = desc != NULL ? 1 : 0;
     p.bytesize = bytes;
     return p;
-}
-
-static CUDA_MEMSET_NODE_PARAMS fill(CUdeviceptr dst, float value)
-{
-    CUDA_MEMSET_NODE_PARAMS ms;
-    memset(&ms, 0, sizeof ms);
-    memcpy(&ms.value, &value, sizeof value);
-    ms.dst = dst;
-    ms.elementSize = 4;
-    ms.width = N;
-    ms.height = 1;
-    return ms;
-}
-
-static CUDA_KERNEL_NODE_PARAMS kernel_params(CUfunction f, void **args)
-{
-    CUDA_KERNEL_NODE_PARAMS k;
-    memset(&k, 0, sizeof k);
-    k.func = f;
-    k.gridDimX = N / THREADS;
-    k.gridDimY = k.gridDimZ = 1;
-    k.blockDimX = THREADS;
-    k.blockDimY = k.blockDimZ = 1;
-    k.kernelParams = args;
-    return k;
-}
-
-static CUDA_MEMCPY3D to_host(void *dst, CUdeviceptr src, size_t bytes)
-{
-    CUDA_MEMCPY3D c;
-    memset(&c, 0, sizeof c);
-    c.dstMemoryType = CU_MEMORYTYPE_HOST;
-    c.dstHost = dst;
-    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.srcDevice = src;
-    c.WidthInBytes = bytes;
-    c.Height = 1;
-    c.Depth = 1;
-    return c;
 }
 
 /* How many of out's N values are expect. */
@@ -106,13 +53,13 @@ int main(int argc, char **argv)
     CUgraphNode alloc_node, set_node, add_node, copy_node, free_node;
     CK(cuGraphAddMemAllocNode(&alloc_node, graph, NULL, 0, &ap));
     CUdeviceptr a = ap.dptr;
-    CUDA_MEMSET_NODE_PARAMS ms = fill(a, 1.0f);
+    CUDA_MEMSET_NODE_PARAMS ms = memset_node_params(a, 1.0f, N);
     CK(cuGraphAddMemsetNode(&set_node, graph, &alloc_node, 1, &ms, ctx));
     float two = 2.0f;
     void *add_args[] = { &a, &two, &n };
-    CUDA_KERNEL_NODE_PARAMS k = kernel_params(add, add_args);
+    CUDA_KERNEL_NODE_PARAMS k = kernel_node_params(add, add_args, N / THREADS, THREADS);
     CK(cuGraphAddKernelNode(&add_node, graph, &set_node, 1, &k));
-    CUDA_MEMCPY3D c = to_host(out, a, bytes);
+    CUDA_MEMCPY3D c = copy_to_host_params(out, a, bytes);
     CK(cuGraphAddMemcpyNode(&copy_node, graph, &add_node, 1, &c, ctx));
     CK(cuGraphAddMemFreeNode(&free_node, graph, &copy_node, 1, a));
 
@@ -126,8 +73,8 @@ int main(int argc, char **argv)
     printf("free node dptr_same=%d\n", freed == a);
     size_t nodes = 0;
     CK(cuGraphGetNodes(graph, NULL, &nodes));
-    printf("by hand nodes=%d types=%s,%s,%s,%s,%s\n", (int)nodes, type_name(alloc_node), type_name(set_node),
-           type_name(add_node), type_name(copy_node), type_name(free_node));
+    printf("by hand nodes=%d types=%s,%s,%s,%s,%s\n", (int)nodes, node_type_name(alloc_node), node_type_name(set_node),
+           node_type_name(add_node), node_type_name(copy_node), node_type_name(free_node));
 
     CUgraphExec exec;
     CK(cuGraphInstantiate(&exec, graph, 0));
@@ -180,9 +127,9 @@ int main(int argc, char **argv)
     CUgraphNode g_alloc, g_set, g_copy, g_free;
     CK(cuGraphAddNode(&g_alloc, generic, NULL, NULL, 0, &p));
     CUdeviceptr b = p.alloc.dptr;
-    ms = fill(b, 5.0f);
+    ms = memset_node_params(b, 5.0f, N);
     CK(cuGraphAddMemsetNode(&g_set, generic, &g_alloc, 1, &ms, ctx));
-    c = to_host(out, b, bytes);
+    c = copy_to_host_params(out, b, bytes);
     CK(cuGraphAddMemcpyNode(&g_copy, generic, &g_set, 1, &c, ctx));
     memset(&p, 0, sizeof p);
     p.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
@@ -197,8 +144,8 @@ int main(int argc, char **argv)
         CK(cuStreamSynchronize(stream));
         all &= count_equal(out, 5.0f) == N;
     }
-    printf("generic dptr_set=%d types=%s,%s,%s,%s launches=2 value=%.1f all_equal=%d\n", b != 0, type_name(g_alloc),
-           type_name(g_set), type_name(g_copy), type_name(g_free), out[0], all);
+    printf("generic dptr_set=%d types=%s,%s,%s,%s launches=2 value=%.1f all_equal=%d\n", b != 0,
+           node_type_name(g_alloc), node_type_name(g_set), node_type_name(g_copy), node_type_name(g_free), out[0], all);
     CK(cuGraphExecDestroy(generic_exec));
     CK(cuGraphDestroy(generic));
 
@@ -209,7 +156,7 @@ int main(int argc, char **argv)
     CUgraphNode o_alloc, o_set;
     CK(cuGraphAddMemAllocNode(&o_alloc, outlives, NULL, 0, &ap));
     CUdeviceptr kept = ap.dptr;
-    ms = fill(kept, 7.0f);
+    ms = memset_node_params(kept, 7.0f, N);
     CK(cuGraphAddMemsetNode(&o_set, outlives, &o_alloc, 1, &ms, ctx));
     CUgraphExec outlives_exec;
     CK(cuGraphInstantiate(&outlives_exec, outlives, 0));
@@ -242,8 +189,8 @@ int main(int argc, char **argv)
     CK(cuGraphGetNodes(captured, list, &listed));
     int allocs = 0, frees = 0;
     for (size_t i = 0; i < listed; i++) {
-        allocs += strcmp(type_name(list[i]), "alloc") == 0;
-        frees += strcmp(type_name(list[i]), "free") == 0;
+        allocs += strcmp(node_type_name(list[i]), "alloc") == 0;
+        frees += strcmp(node_type_name(list[i]), "free") == 0;
     }
     CUgraphExec captured_exec;
     CK(cuGraphInstantiate(&captured_exec, captured, 0));

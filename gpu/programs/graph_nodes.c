@@ -5,7 +5,7 @@
  * the pageable input changed between the launches. Every line it prints is the same on
  * NVIDIA's driver and through ivcuda (docs/graphs.md: node types of pageable copies differ,
  * so they are not printed). */
-#include "common.h"
+#include "graph_node_params.h"
 
 enum { N = 4096, THREADS = 256, LIMIT = 5 };
 
@@ -19,50 +19,6 @@ static void look(void *data)
     const float *p = data;
     if (host_runs < 4) seen[host_runs] = p[N - 1];
     host_runs++;
-}
-
-static CUDA_MEMCPY3D copy_1d(CUmemorytype dst_type, void *dst_host, CUdeviceptr dst_dev, CUmemorytype src_type,
-                             const void *src_host, CUdeviceptr src_dev, size_t bytes)
-{
-    CUDA_MEMCPY3D c;
-    memset(&c, 0, sizeof c);
-    c.dstMemoryType = dst_type;
-    c.dstHost = dst_host;
-    c.dstDevice = dst_dev;
-    c.srcMemoryType = src_type;
-    c.srcHost = src_host;
-    c.srcDevice = src_dev;
-    c.WidthInBytes = bytes;
-    c.Height = 1;
-    c.Depth = 1;
-    return c;
-}
-
-static CUDA_KERNEL_NODE_PARAMS kernel_params(CUfunction f, void **args)
-{
-    CUDA_KERNEL_NODE_PARAMS k;
-    memset(&k, 0, sizeof k);
-    k.func = f;
-    k.gridDimX = N / THREADS;
-    k.gridDimY = k.gridDimZ = 1;
-    k.blockDimX = THREADS;
-    k.blockDimY = k.blockDimZ = 1;
-    k.kernelParams = args;
-    return k;
-}
-
-static const char *type_name(CUgraphNode node)
-{
-    CUgraphNodeType t;
-    CK(cuGraphNodeGetType(node, &t));
-    switch (t) {
-    case CU_GRAPH_NODE_TYPE_KERNEL: return "kernel";
-    case CU_GRAPH_NODE_TYPE_MEMCPY: return "memcpy";
-    case CU_GRAPH_NODE_TYPE_MEMSET: return "memset";
-    case CU_GRAPH_NODE_TYPE_HOST: return "host";
-    case CU_GRAPH_NODE_TYPE_CONDITIONAL: return "conditional";
-    default: return "other";
-    }
 }
 
 int main(int argc, char **argv)
@@ -94,31 +50,25 @@ int main(int argc, char **argv)
     CUgraph graph;
     CK(cuGraphCreate(&graph, 0));
     CUgraphNode clear_y, load_x, add_x, acc_y, out_y, look_node, clear_count, loop, out_count;
-    CUDA_MEMSET_NODE_PARAMS ms;
-    memset(&ms, 0, sizeof ms);
-    ms.dst = y;
-    ms.elementSize = 4;
-    ms.width = N;
-    ms.height = 1;
+    CUDA_MEMSET_NODE_PARAMS ms = memset_node_params(y, 0.0f, N);
     CK(cuGraphAddMemsetNode(&clear_y, graph, NULL, 0, &ms, ctx));
-    CUDA_MEMCPY3D c = copy_1d(CU_MEMORYTYPE_DEVICE, NULL, x, CU_MEMORYTYPE_HOST, in, 0, bytes);
+    CUDA_MEMCPY3D c = copy_to_device_params(x, in, bytes);
     CK(cuGraphAddMemcpyNode(&load_x, graph, NULL, 0, &c, ctx));
     int n = N;
     float a = 2.0f;
     void *add_args[] = { &x, &a, &n };
-    CUDA_KERNEL_NODE_PARAMS k = kernel_params(add, add_args);
+    CUDA_KERNEL_NODE_PARAMS k = kernel_node_params(add, add_args, N / THREADS, THREADS);
     CK(cuGraphAddKernelNode(&add_x, graph, &load_x, 1, &k));
     void *acc_args[] = { &y, &x, &n };
-    CUDA_KERNEL_NODE_PARAMS k2 = kernel_params(acc, acc_args);
+    CUDA_KERNEL_NODE_PARAMS k2 = kernel_node_params(acc, acc_args, N / THREADS, THREADS);
     CUgraphNode both[2] = { clear_y, add_x };
     CK(cuGraphAddKernelNode(&acc_y, graph, both, 2, &k2));
-    c = copy_1d(CU_MEMORYTYPE_HOST, pageable_out, 0, CU_MEMORYTYPE_DEVICE, NULL, y, bytes);
+    c = copy_to_host_params(pageable_out, y, bytes);
     CK(cuGraphAddMemcpyNode(&out_y, graph, &acc_y, 1, &c, ctx));
     CUDA_HOST_NODE_PARAMS host = { look, pageable_out };
     CK(cuGraphAddHostNode(&look_node, graph, &out_y, 1, &host));
     /* a while loop: its body steps a counter until LIMIT */
-    ms.dst = count;
-    ms.width = 1;
+    ms = memset_node_params(count, 0.0f, 1);
     CK(cuGraphAddMemsetNode(&clear_count, graph, NULL, 0, &ms, ctx));
     CUgraphConditionalHandle handle;
     CK(cuGraphConditionalHandleCreate(&handle, graph, ctx, 1, CU_GRAPH_COND_ASSIGN_DEFAULT));
@@ -134,12 +84,10 @@ int main(int argc, char **argv)
     CUgraph body = cp.conditional.phGraph_out[0];
     int limit = LIMIT;
     void *step_args[] = { &count, &handle, &limit };
-    CUDA_KERNEL_NODE_PARAMS k3 = kernel_params(step, step_args);
-    k3.gridDimX = 1;
-    k3.blockDimX = 32;
+    CUDA_KERNEL_NODE_PARAMS k3 = kernel_node_params(step, step_args, 1, 32);
     CUgraphNode step_node;
     CK(cuGraphAddKernelNode(&step_node, body, NULL, 0, &k3));
-    c = copy_1d(CU_MEMORYTYPE_HOST, pinned_count, 0, CU_MEMORYTYPE_DEVICE, NULL, count, sizeof(int));
+    c = copy_to_host_params(pinned_count, count, sizeof(int));
     CK(cuGraphAddMemcpyNode(&out_count, graph, &loop, 1, &c, ctx));
 
     size_t nodes = 0, roots = 0, body_nodes = 0;
@@ -147,8 +95,8 @@ int main(int argc, char **argv)
     CK(cuGraphGetRootNodes(graph, NULL, &roots));
     CK(cuGraphGetNodes(body, NULL, &body_nodes));
     printf("by hand nodes=%d roots=%d body_nodes=%d types=%s,%s,%s,%s,%s,%s\n", (int)nodes, (int)roots,
-           (int)body_nodes, type_name(clear_y), type_name(load_x), type_name(add_x), type_name(look_node),
-           type_name(loop), type_name(step_node));
+           (int)body_nodes, node_type_name(clear_y), node_type_name(load_x), node_type_name(add_x),
+           node_type_name(look_node), node_type_name(loop), node_type_name(step_node));
 
     CUgraphExec exec;
     CK(cuGraphInstantiate(&exec, graph, 0));
@@ -159,7 +107,7 @@ int main(int argc, char **argv)
 
     /* the kernel's parameters changed in the executable graph alone */
     a = 3.0f;
-    k = kernel_params(add, add_args);
+    k = kernel_node_params(add, add_args, N / THREADS, THREADS);
     CK(cuGraphExecKernelNodeSetParams(exec, add_x, &k));
     *pinned_count = 0;
     CK(cuGraphLaunch(exec, stream));
@@ -194,14 +142,14 @@ int main(int argc, char **argv)
     memset(&p, 0, sizeof p);
     p.type = CU_GRAPH_NODE_TYPE_MEMCPY;
     p.memcpy.copyCtx = ctx;
-    p.memcpy.copyParams = copy_1d(CU_MEMORYTYPE_HOST, in, 0, CU_MEMORYTYPE_DEVICE, NULL, x, bytes);
+    p.memcpy.copyParams = copy_to_host_params(in, x, bytes);
     CK(cuGraphAddNode(&g_out, generic, &g_add, NULL, 1, &p));
     CUgraphExec generic_exec;
     CK(cuGraphInstantiate(&generic_exec, generic, 0));
     CK(cuGraphLaunch(generic_exec, stream));
     CK(cuStreamSynchronize(stream));
-    printf("generic types=%s,%s,%s value=%.1f fnv=%016llx\n", type_name(g_set), type_name(g_add), type_name(g_out),
-           in[7], (unsigned long long)fnv1a(in, bytes));
+    printf("generic types=%s,%s,%s value=%.1f fnv=%016llx\n", node_type_name(g_set), node_type_name(g_add),
+           node_type_name(g_out), in[7], (unsigned long long)fnv1a(in, bytes));
 
     /* ---- capture of copies of pageable memory ---- */
     static float hin[N], hout[N];

@@ -205,6 +205,28 @@ static void memsets_2d(void)
     CK(cuStreamDestroy(stream));
 }
 
+/* CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: the device's current pool for cuMemAllocAsync's
+ * allocation, the pool given for cuMemAllocFromPoolAsync's, NULL for cuMemAlloc's. */
+static const char *which_pool(CUmemoryPool got, CUmemoryPool current, CUmemoryPool given)
+{
+    return got == NULL ? "NULL" : got == current ? "current" : got == given ? "given" : "OTHER";
+}
+
+static void pool_handles(CUdevice dev, CUmemoryPool given, CUdeviceptr from_current, CUdeviceptr from_given)
+{
+    CUmemoryPool current = NULL, of_current = NULL, of_given = NULL, of_plain = (CUmemoryPool)1;
+    CK(cuDeviceGetMemPool(&current, dev));
+    CUresult r_current = cuPointerGetAttribute(&of_current, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, from_current);
+    CUresult r_given = cuPointerGetAttribute(&of_given, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, from_given + 4096);
+    CUdeviceptr plain;
+    CK(cuMemAlloc(&plain, 4096));
+    CUresult r_plain = cuPointerGetAttribute(&of_plain, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, plain);
+    CK(cuMemFree(plain));
+    printf("memory_objects mempool_handle cuMemAllocAsync %s %s, cuMemAllocFromPoolAsync %s %s, cuMemAlloc %s %s\n",
+           result_name(r_current), which_pool(of_current, current, NULL), result_name(r_given),
+           which_pool(of_given, NULL, given), result_name(r_plain), which_pool(of_plain, current, given));
+}
+
 /* Stream-ordered allocation from the device's default pool: allocate, fill, copy back, free, all in
  * stream order; the pool's attributes are set and read (their values as info: pool bookkeeping
  * is the driver's). */
@@ -228,6 +250,8 @@ static void pools(CUdevice dev)
         CUdeviceptr a, b;
         CK(cuMemAllocAsync(&a, N, stream));
         CK(cuMemAllocFromPoolAsync(&b, N, pool, stream));
+        if (round == 0) /* the pool each came from (ivcuda: the process's handle of it) */
+            pool_handles(dev, pool, a, b);
         CK(cuMemsetD32Async(a, 0x01010101u * (unsigned)(round + 1), N / 4, stream));
         CK(cuMemcpyDtoDAsync(b, a, N, stream));
         CK(cuMemsetD8Async(b + 100, 0xee, 10, stream));
@@ -250,6 +274,42 @@ static void pools(CUdevice dev)
     CK(cuStreamDestroy(stream));
 }
 
+/* The pointer attributes of registered memory, each with its result: ivcuda answers them as the
+ * driver does except DEVICE_POINTER (the GPU cannot reach a guest's pages: docs/memory.md), which
+ * is information only. */
+static void registered_attributes(unsigned char *base, size_t n)
+{
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)(base + 4096 + 12);
+    CUcontext current = NULL, owner = NULL;
+    CK(cuCtxGetCurrent(&current));
+    unsigned type = 0, managed = 7, mapped = 7;
+    int ordinal = -1;
+    void *host = NULL;
+    CUdeviceptr start = 0, device = 0;
+    size_t size = 0;
+    CUmemoryPool pool = (CUmemoryPool)1;
+    CUresult r_type = cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
+    CUresult r_owner = cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, p);
+    CUresult r_host = cuPointerGetAttribute(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, p);
+    CUresult r_managed = cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p);
+    CUresult r_ordinal = cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+    CUresult r_mapped = cuPointerGetAttribute(&mapped, CU_POINTER_ATTRIBUTE_MAPPED, p);
+    CUresult r_start = cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p);
+    CUresult r_size = cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p);
+    CUresult r_pool = cuPointerGetAttribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, p);
+    printf("memory_objects registered memory_type %s %u, context %s %s, host_pointer %s %s\n", result_name(r_type),
+           type, result_name(r_owner), owner == current ? "current" : "OTHER", result_name(r_host),
+           host == (void *)(uintptr_t)p ? "the pointer" : "OTHER");
+    printf("memory_objects registered is_managed %s %u, ordinal %s %d, mapped %s %u\n", result_name(r_managed),
+           managed, result_name(r_ordinal), ordinal, result_name(r_mapped), mapped);
+    printf("memory_objects registered range_start %s %s, range_size %s %s, mempool_handle %s %s\n",
+           result_name(r_start), start == (CUdeviceptr)(uintptr_t)base ? "the base" : "OTHER", result_name(r_size),
+           size == n ? "the size" : "OTHER", result_name(r_pool), pool == NULL ? "NULL" : "OTHER");
+    CUresult r_device = cuPointerGetAttribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, p);
+    printf("info: registered device_pointer %s %s\n", result_name(r_device),
+           r_device != CUDA_SUCCESS ? "-" : device == p ? "the host pointer" : "another address");
+}
+
 /* Registered pageable memory: copies from and to it, a double registration refused. */
 static void host_register(void)
 {
@@ -262,6 +322,7 @@ static void host_register(void)
     CK(cuMemHostRegister(b, N, 0));
     CUresult twice = cuMemHostRegister(a, 4096, 0);
     printf("memory_objects register twice -> %s\n", result_name(twice));
+    registered_attributes(a, N);
     CUdeviceptr d;
     CK(cuMemAlloc(&d, N));
     CK(cuMemcpyHtoDAsync(d, a, N, NULL));

@@ -172,6 +172,7 @@ static struct ivc_channel *claim_free_locked(void)
             struct ivc_channel *ch = &channels[i];
             ch->in_use = 1;
             ch->broken = 0;
+            ch->loss[0] = '\0';
             ch->token = token;
             /* §3: counters continue from the values the channel carries. */
             ch->seq = ivc_load64(ch->base + IVC_CH_REQ_SEQ);
@@ -322,8 +323,10 @@ CUresult ivc_channel_follow_restart(void)
     } else {
         /* the new server wiped the channel table before READY: every claim of ours went with it */
         region.epoch = ivc_read32(region.base + IVC_HDR_EPOCH);
-        for (uint32_t i = 0; i < region.channel_count; i++)
+        for (uint32_t i = 0; i < region.channel_count; i++) {
             channels[i].in_use = channels[i].spare = channels[i].broken = 0;
+            channels[i].loss[0] = '\0';
+        }
         for (uint32_t w = 0; w < (region.channel_count + 63) / 64; w++)
             atomic_store_explicit(&queued_words[w], 0, memory_order_relaxed);
         ivc_trace("region %s: following the restarted server to epoch %u", region.path, region.epoch);

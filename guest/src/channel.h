@@ -12,6 +12,9 @@
 
 /* One channel as this process uses it: where its areas are, and the counters this side
  * writes, kept here so that publishing needs no read of shared memory. */
+/* The longest explanation of a channel's loss kept for later (wait.c, session.c). */
+#define IVC_CHANNEL_LOSS_MAX 400
+
 struct ivc_channel {
     const struct ivc_region *region;
     uint8_t *base;
@@ -30,6 +33,8 @@ struct ivc_channel {
     _Atomic uint64_t published_tail;
     _Atomic uint64_t drained_tail;
     int broken;              /* the server stopped answering on it: every call fails */
+    /* Why, when it broke after its call had been answered: said by the next call (session.c). */
+    char loss[IVC_CHANNEL_LOSS_MAX];
     int in_use;
     int spare;               /* kept by the process after its thread exited (its liveness, §7) */
 };

@@ -4,13 +4,15 @@
  * to it take the pageable paths, which move the bytes during the call (stricter than what
  * registration promises, never looser). Mapping it into the device's address space
  * (DEVICEMAP, IOMEMORY) is refused at registration with CUDA_ERROR_NOT_SUPPORTED and one
- * stderr line, rather than failing later at cuMemHostGetDevicePointer. */
+ * stderr line, rather than failing later at cuMemHostGetDevicePointer. The context current
+ * at registration is kept with the range for its pointer attributes (pointer.c). */
 #include <stdatomic.h>
 #include <stdint.h>
 
 #include "ivc_api.h"
 #include "ivc_internal.h"
 #include "log.h"
+#include "pinned.h"
 #include "range_map.h"
 
 #define HOST_MEMORY_ALREADY_REGISTERED 712
@@ -34,11 +36,19 @@ IVC_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int 
     }
     if (ivc_range_map_find(&registered, base, NULL) || ivc_range_map_find(&registered, base + bytesize - 1, NULL))
         return HOST_MEMORY_ALREADY_REGISTERED;
-    ivc_range_map_add(&registered, base, bytesize, Flags, NULL);
+    CUcontext context = NULL; /* cuda.h: CONTEXT is the context "in which ptr was ... registered" */
+    if (cuCtxGetCurrent(&context) != CUDA_SUCCESS)
+        context = NULL;
+    ivc_range_map_add_in(&registered, base, bytesize, Flags, context);
     return CUDA_SUCCESS;
 }
 /* cuMemHostRegister, the CUDA 4.0 name, is the same call */
 IVC_ALIASES_cuMemHostRegister_v2
+
+int ivc_registered_find(const void *pointer, struct ivc_range *range)
+{
+    return ivc_range_map_find(&registered, (uint64_t)(uintptr_t)pointer, range);
+}
 
 IVC_EXPORT CUresult cuMemHostUnregister(void *p)
 {

@@ -8,5 +8,8 @@
 int ivc_pinned_find(const void *pointer, struct ivc_range *block);
 /* In a forked child: the parent's blocks are not this process's. */
 void ivc_pinned_forget_process(void);
+/* Whether pointer lies in a range registered with cuMemHostRegister (hostreg.c); the range,
+ * with its flags and the context current at registration, into *range. */
+int ivc_registered_find(const void *pointer, struct ivc_range *range);
 
 #endif

@@ -4,7 +4,12 @@
  * library does not carry answer CUDA_ERROR_NOT_SUPPORTED with a log line. The booleans
  * IS_MANAGED and MAPPED are written as 4 bytes, as MEMORY_TYPE is (callers read them as
  * unsigned int or int). A pinned block's CONTEXT is the context that was current when it was
- * allocated; its MEMPOOL_HANDLE is NULL (cuda.h: NULL unless allocated from a mempool). */
+ * allocated; its MEMPOOL_HANDLE is NULL (cuda.h: NULL unless allocated from a mempool).
+ * Memory registered with cuMemHostRegister (hostreg.c) is answered here too, as host memory
+ * of the context current at registration, except DEVICE_POINTER: the GPU cannot reach a
+ * guest's pages (docs/memory.md), so there is no address kernels could use it through, and
+ * cuda.h says to answer CUDA_ERROR_INVALID_VALUE then (NULL from cuPointerGetAttributes). A
+ * device allocation's MEMPOOL_HANDLE is the server's to answer (the pool it came from). */
 #include "channel.h"
 #include "ivc_api.h"
 #include "ivc_internal.h"
@@ -21,6 +26,7 @@ static uint32_t attribute_size(int attribute)
     case 7: /* BUFFER_ID */
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
         return 8;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
@@ -85,6 +91,49 @@ static CUresult pool_attribute(void *data, int attribute, CUdeviceptr ptr)
     }
 }
 
+/* Guest memory registered with cuMemHostRegister: range is its registration. */
+static CUresult registered_attribute(void *data, int attribute, CUdeviceptr ptr, const struct ivc_range *range)
+{
+    uint64_t value8;
+    unsigned value4;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        value4 = CU_MEMORYTYPE_HOST;
+        break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: /* the VM's one device */
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        value4 = 0;
+        break;
+    case CU_POINTER_ATTRIBUTE_MAPPED: /* a valid range backed by memory: the registered pages */
+        value4 = 1;
+        break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        memcpy(data, &ptr, 8);
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: /* no address kernels could reach it through */
+        return CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_CONTEXT: /* the context current at its cuMemHostRegister */
+        if (range->context == NULL)
+            return CUDA_ERROR_INVALID_VALUE;
+        memcpy(data, &range->context, 8);
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: /* registered memory is never a mempool's */
+        value8 = 0;
+        memcpy(data, &value8, 8);
+        return CUDA_SUCCESS;
+    case 7: /* BUFFER_ID: the range's address, as for pinned blocks */
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        memcpy(data, attribute == CU_POINTER_ATTRIBUTE_RANGE_SIZE ? &range->size : &range->base, 8);
+        return CUDA_SUCCESS;
+    default:
+        ivc_log("cuPointerGetAttribute: attribute %d of registered host memory is not supported", attribute);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    memcpy(data, &value4, sizeof value4);
+    return CUDA_SUCCESS;
+}
+
 IVC_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
     if (data == NULL)
@@ -94,6 +143,9 @@ IVC_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attrib
         return r;
     if (ivc_in_pool((void *)(uintptr_t)ptr, 1))
         return pool_attribute(data, attribute, ptr);
+    struct ivc_range registration;
+    if (ivc_registered_find((const void *)(uintptr_t)ptr, &registration))
+        return registered_attribute(data, attribute, ptr, &registration);
     uint32_t size = attribute_size(attribute);
     if (size == 0) {
         ivc_log("cuPointerGetAttribute: attribute %d is not supported", attribute);

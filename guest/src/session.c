@@ -204,6 +204,12 @@ CUresult ivc_begin(struct ivc_call *call, uint32_t opcode, const char *name)
         ch->broken = 1;
     }
     if (ch->broken) {
+        if (ch->loss[0] != '\0') {
+            /* it broke after the previous call had its answer (wait.c): said once, here */
+            ivc_log("region %s channel %u: server unavailable after the previous call: %s", ch->region->path,
+                    ch->index, ch->loss);
+            ch->loss[0] = '\0';
+        }
         ivc_trace("%s -> %d (channel %u lost its server)", name, CUDA_ERROR_DEVICE_UNAVAILABLE, ch->index);
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
     }

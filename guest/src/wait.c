@@ -57,6 +57,7 @@ struct waiter {
     uint64_t sleep;
     uint64_t now;      /* as of the last step */
     int interruptible; /* may sleep on the channel's MSI-X vector once the busy budget is spent */
+    char why[IVC_CHANNEL_LOSS_MAX]; /* what the last failed check saw */
 };
 
 static void waiter_init(struct waiter *w, const struct ivc_channel *ch, int interruptible)
@@ -70,7 +71,7 @@ static void waiter_init(struct waiter *w, const struct ivc_channel *ch, int inte
 }
 
 /* Whether the server is still there to answer (state, epoch, heartbeat): §7 liveness. */
-static CUresult waiter_check(struct waiter *w, struct ivc_channel *ch, const char *what, uint64_t now)
+static CUresult waiter_check(struct waiter *w, struct ivc_channel *ch, uint64_t now)
 {
     const struct ivc_region *region = ch->region;
     uint32_t state = ivc_load32(region->base + IVC_HDR_SERVER_STATE);
@@ -81,28 +82,28 @@ static CUresult waiter_check(struct waiter *w, struct ivc_channel *ch, const cha
         w->last_beat_at = now;
     }
     const char *why = NULL;
-    char detail[400];
+    char *detail = w->why;
+    size_t detail_size = sizeof w->why;
     if (state != IVC_STATE_READY) {
         char message[257];
         memcpy(message, region->base + IVC_HDR_SERVER_MESSAGE, 256);
         message[256] = '\0';
-        snprintf(detail, sizeof detail, "server_state %u%s%s", state, message[0] ? ": " : "", message);
+        snprintf(detail, detail_size, "server_state %u%s%s", state, message[0] ? ": " : "", message);
         why = detail;
     } else if (epoch != region->epoch) {
-        snprintf(detail, sizeof detail, "the server restarted (epoch %u, attached to %u)", epoch, region->epoch);
+        snprintf(detail, detail_size, "the server restarted (epoch %u, attached to %u)", epoch, region->epoch);
         why = detail;
     } else if (ivc_load64(ch->base + IVC_CH_OWNER) != ch->token) {
-        snprintf(detail, sizeof detail, "the server reclaimed the channel from this process (its heartbeat "
+        snprintf(detail, detail_size, "the server reclaimed the channel from this process (its heartbeat "
                  "stopped for longer than owner_timeout_ms); its CUDA state is lost");
         why = detail;
     } else if (now - w->last_beat_at > ivc_server_timeout_ns) {
-        snprintf(detail, sizeof detail, "server_heartbeat frozen for %" PRIu64 " ms",
+        snprintf(detail, detail_size, "server_heartbeat frozen for %" PRIu64 " ms",
                  (now - w->last_beat_at) / 1000000);
         why = detail;
     }
     if (why != NULL) {
-        ivc_log("region %s channel %u: server unavailable while waiting for %s: %s", region->path, ch->index, what,
-                why);
+        /* w->why is said by the caller: not at all when the answer arrived before this check */
         ch->broken = 1;
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
     }
@@ -110,7 +111,7 @@ static CUresult waiter_check(struct waiter *w, struct ivc_channel *ch, const cha
 }
 
 /* One backoff step: spin, then yield, then sleep (capped); checks the server is alive. */
-static CUresult waiter_pause(struct waiter *w, struct ivc_channel *ch, const char *what)
+static CUresult waiter_pause(struct waiter *w, struct ivc_channel *ch)
 {
     uint64_t now = ivc_now_ns();
     w->now = now;
@@ -127,7 +128,7 @@ static CUresult waiter_pause(struct waiter *w, struct ivc_channel *ch, const cha
         if (w->sleep < SLEEP_CAP_NS)
             w->sleep = w->sleep * 2 > SLEEP_CAP_NS ? SLEEP_CAP_NS : w->sleep * 2;
     }
-    return waiter_check(w, ch, what, now);
+    return waiter_check(w, ch, now);
 }
 
 /* Whether the next step sleeps on the interrupt: an interrupt path and the busy budget spent. */
@@ -151,7 +152,7 @@ static CUresult waiter_block(struct waiter *w, struct ivc_channel *ch, const cha
                   (unsigned long long)ivc_load64(ch->base + IVC_CH_SERVER_CHUNK),
                   (unsigned long long)ivc_load64(ch->base + IVC_CH_GUEST_CHUNK));
     w->now = ivc_now_ns();
-    return waiter_check(w, ch, what, w->now);
+    return waiter_check(w, ch, w->now);
 }
 
 /* An interrupt sleep follows §8's rule: store guest_waiting = 1, full fence, ask again,
@@ -172,14 +173,23 @@ CUresult ivc_wait_until(struct ivc_channel *ch, ivc_wait_done done, void *argume
             r = done(ch, argument) ? CUDA_SUCCESS : waiter_block(&w, ch, what);
             ivc_store32(ch->base + IVC_CH_GUEST_WAITING, 0);
         } else {
-            r = waiter_pause(&w, ch, what);
+            r = waiter_pause(&w, ch);
         }
         /* The server answers, then may release the channel or change its state (a hello refused while
          * it replaces its CUDA process: answered, then the channel released). A check that sees the
          * change may come after the answer: the answer stands (the server writes it before the
          * release, and the owner's load orders this one). */
-        if (r != CUDA_SUCCESS)
-            return done(ch, argument) ? CUDA_SUCCESS : r;
+        if (r != CUDA_SUCCESS) {
+            if (done(ch, argument)) {
+                /* The call has its answer; the channel stays broken, and the next call on it says why
+                 * (a refused hello follows the restart instead, and says nothing). */
+                snprintf(ch->loss, sizeof ch->loss, "%s", w.why);
+                return CUDA_SUCCESS;
+            }
+            ivc_log("region %s channel %u: server unavailable while waiting for %s: %s", ch->region->path, ch->index,
+                    what, w.why);
+            return r;
+        }
     }
     return CUDA_SUCCESS;
 }

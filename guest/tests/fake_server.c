@@ -629,6 +629,15 @@ static int run(int i, uint32_t opcode, struct reader *in, struct writer *out)
             return CUDA_ERROR_INVALID_VALUE;
         w_u64(out, FAKE_GRAPH_ALLOC);
         return CUDA_SUCCESS;
+    case IVC_OP_ivc_pointer_attribute: { /* capacity, attribute, ptr → MEMPOOL_HANDLE only */
+        uint64_t capacity = r_u64(in), attribute = r_u64(in);
+        r_u64(in);
+        if ((uint32_t)attribute != 17 || capacity < 8)
+            return CUDA_ERROR_NOT_SUPPORTED;
+        uint64_t pool = FAKE_MEMPOOL;
+        w_buf(out, &pool, 8);
+        return CUDA_SUCCESS;
+    }
     case IVC_OP_cuStreamEndCapture: /* the captured graph: the same handle every time */
         atomic_store(&fake.capturing, 0);
         r_u64(in);

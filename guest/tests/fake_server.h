@@ -26,6 +26,8 @@
 /* the graph handle cuStreamEndCapture answers (kind 50: graph) */
 #define FAKE_CAPTURED_GRAPH 0x3200000100000001ULL
 #define FAKE_DEVICE_BASE 0xD00000000ULL
+/* what ivc_pointer_attribute answers for MEMPOOL_HANDLE (the only attribute it answers) */
+#define FAKE_MEMPOOL 0x3900000100000007ULL
 #define FAKE_DEVICE_SIZE (64u << 20)
 #define FAKE_FUNCTION 0x0300000100000007ULL
 

@@ -26,6 +26,8 @@ CUresult cuMemHostAlloc(void **, size_t, unsigned);
 CUresult cuMemFreeHost(void *);
 CUresult cuMemHostGetFlags(unsigned *, void *);
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *, void *, unsigned);
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostUnregister(void *);
 CUresult cuPointerGetAttribute(void *, int, CUdeviceptr);
 CUresult cuPointerGetAttributes(unsigned, int *, void **, CUdeviceptr);
 CUresult cuCtxGetCurrent(CUcontext *);
@@ -218,6 +220,58 @@ static void test_pool(void)
     CHECK(cuMemFreeHost(page) == CUDA_ERROR_INVALID_VALUE);
 }
 
+/* Memory registered with cuMemHostRegister is answered by the library as host memory of the
+ * context current at registration (no request); DEVICE_POINTER has none (the GPU cannot reach
+ * guest pages). A device pointer's MEMPOOL_HANDLE is asked of the server, as its other attributes. */
+static void test_registered_and_pool_attributes(void)
+{
+    static uint8_t pages[3 * 4096];
+    CUcontext before = NULL, registered_in = (CUcontext)(uintptr_t)0x0200000300000003ULL, answered = NULL;
+    CHECK(cuCtxGetCurrent(&before) == CUDA_SUCCESS);
+    CHECK(cuCtxSetCurrent(registered_in) == CUDA_SUCCESS);
+    CHECK(cuMemHostRegister_v2(pages + 4096, 8192, CU_MEMHOSTREGISTER_PORTABLE) == CUDA_SUCCESS);
+    CHECK(cuCtxSetCurrent(before) == CUDA_SUCCESS);
+    int asked_before = fake.calls[IVC_OP_ivc_pointer_attribute];
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)(pages + 4096 + 100);
+    unsigned type = 0, managed = 7, mapped = 0;
+    int ordinal = -1;
+    uint64_t host = 0, device = 5, start = 0, size = 0, pool = 9;
+    CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) == 0 && type == CU_MEMORYTYPE_HOST);
+    CHECK(cuPointerGetAttribute(&answered, CU_POINTER_ATTRIBUTE_CONTEXT, p) == 0 && answered == registered_in);
+    CHECK(cuPointerGetAttribute(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, p) == 0 && host == p);
+    CHECK(cuPointerGetAttribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, p) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) == 0 && managed == 0);
+    CHECK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) == 0 && ordinal == 0);
+    CHECK(cuPointerGetAttribute(&mapped, CU_POINTER_ATTRIBUTE_MAPPED, p) == 0 && mapped == 1);
+    CHECK(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p) == 0
+          && start == (uint64_t)(uintptr_t)(pages + 4096));
+    CHECK(cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p) == 0 && size == 8192);
+    CHECK(cuPointerGetAttribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, p) == 0 && pool == 0);
+    /* the last byte is in the range, the byte past it is not */
+    CHECK(cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, (CUdeviceptr)(uintptr_t)(pages + 4096 + 8191))
+              == 0
+          && size == 8192);
+    CHECK(fake.calls[IVC_OP_ivc_pointer_attribute] == asked_before); /* all answered here */
+    /* together: DEVICE_POINTER NULL, the rest as alone */
+    int asked[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                   CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE};
+    type = 0, device = 5, answered = NULL, pool = 9;
+    void *values[] = {&type, &device, &answered, &pool};
+    CHECK(cuPointerGetAttributes(4, asked, values, p) == CUDA_SUCCESS);
+    CHECK(type == CU_MEMORYTYPE_HOST && device == 0 && answered == registered_in && pool == 0);
+    /* unregistered: no longer the library's to answer */
+    CHECK(cuMemHostUnregister(pages + 4096) == CUDA_SUCCESS);
+    CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS);
+    CHECK(fake.calls[IVC_OP_ivc_pointer_attribute] == asked_before + 1);
+    /* a device allocation's MEMPOOL_HANDLE: the server's answer, its 8 bytes */
+    CUdeviceptr d = 0;
+    CHECK(cuMemAlloc_v2(&d, 4096) == CUDA_SUCCESS);
+    pool = 0;
+    CHECK(cuPointerGetAttribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, d + 8) == CUDA_SUCCESS
+          && pool == FAKE_MEMPOOL);
+    CHECK(fake.calls[IVC_OP_ivc_pointer_attribute] == asked_before + 2);
+}
+
 static void test_modules(void)
 {
     static char ptx[50000];
@@ -363,6 +417,7 @@ int main(void)
     test_copies();
     test_ring();
     test_pool();
+    test_registered_and_pool_attributes();
     test_modules();
     test_occupancy();
     test_threads();

@@ -35,6 +35,31 @@ enum step {
 
 enum sleep { IN_NANOSLEEP = 1, IN_POLL };
 
+/* What the library said on stderr between said_begin() and said_end(). */
+static int saved_stderr = -1;
+static FILE *said_file;
+static char said[4096];
+
+static void said_begin(void)
+{
+    fflush(stderr);
+    said_file = tmpfile();
+    saved_stderr = dup(2);
+    dup2(fileno(said_file), 2);
+}
+
+static const char *said_end(void)
+{
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    rewind(said_file);
+    size_t n = fread(said, 1, sizeof said - 1, said_file);
+    said[n] = '\0';
+    fclose(said_file);
+    return said;
+}
+
 static pid_t test_thread;
 static atomic_int next_step;
 static atomic_int taken[STEPS];     /* how often each step was taken */
@@ -107,7 +132,11 @@ static void test_a_refused_hello_then_released_is_answered(uint8_t *header)
     atomic_store(&fake.refuse_hello, 2);
     fake_server_hold(1);
     atomic_store(&next_step, ANSWER_THEN_RELEASE);
-    CHECK(cuInit(0) == CUDA_SUCCESS);
+    said_begin();
+    CUresult initialised = cuInit(0);
+    /* the refusal is followed, not reported as a lost channel */
+    CHECK(strstr(said_end(), "server unavailable") == NULL);
+    CHECK(initialised == CUDA_SUCCESS);
     CHECK(atomic_load(&taken[ANSWER_THEN_RELEASE]) == 1); /* inside the hello's wait */
     CHECK(atomic_load(&answered_opcode) == IVC_OP_ivc_hello);
     CHECK(atomic_load(&answered_in) == (int)expected_sleep);
@@ -130,14 +159,27 @@ static void test_an_answer_then_reclaimed_is_returned(void)
     int asked = atomic_load(&fake.calls[IVC_OP_cuDeviceGetAttribute]), value = 0;
     fake_server_hold(1);
     atomic_store(&next_step, ANSWER_THEN_RECLAIM);
-    CHECK(cuDeviceGetAttribute(&value, 9, 0) == CUDA_SUCCESS && value == 90); /* the fake: attribute * 10 */
+    said_begin();
+    CUresult answered = cuDeviceGetAttribute(&value, 9, 0);
+    /* the call has its answer: nothing said yet */
+    CHECK(strstr(said_end(), "server unavailable") == NULL);
+    CHECK(answered == CUDA_SUCCESS && value == 90); /* the fake: attribute * 10 */
     CHECK(atomic_load(&taken[ANSWER_THEN_RECLAIM]) == 1);
     CHECK(atomic_load(&answered_opcode) == IVC_OP_cuDeviceGetAttribute);
     CHECK(atomic_load(&answered_in) == (int)expected_sleep);
     CHECK(atomic_load(&fake.calls[IVC_OP_cuDeviceGetAttribute]) == asked + 1);
     atomic_store(&next_step, NOTHING);
     fake_server_hold(0);
-    CHECK(cuDeviceGetAttribute(&value, 8, 0) == CUDA_ERROR_DEVICE_UNAVAILABLE);
+    said_begin();
+    CUresult lost = cuDeviceGetAttribute(&value, 8, 0);
+    const char *why = said_end();
+    CHECK(lost == CUDA_ERROR_DEVICE_UNAVAILABLE);
+    /* the next call says why, once */
+    CHECK(strstr(why, "server unavailable after the previous call: the server reclaimed the channel") != NULL);
+    said_begin();
+    lost = cuDeviceGetAttribute(&value, 8, 0);
+    CHECK(strstr(said_end(), "server unavailable") == NULL);
+    CHECK(lost == CUDA_ERROR_DEVICE_UNAVAILABLE);
     CHECK(atomic_load(&fake.calls[IVC_OP_cuDeviceGetAttribute]) == asked + 1);
 }
 

@@ -2,7 +2,8 @@
  * cuPointerGetAttributes and cuPointerGetAttribute through the guest library and the real
  * server (guest/src/pointer.c answers pool pointers itself; the server answers the process's
  * device allocations, MemoryHandler.ivc_pointer_attribute). Ten attributes at once of device
- * memory, of pinned host memory and of pointers nobody allocated; each value lands in its own
+ * memory, of pinned host memory, of registered host memory (cuMemHostRegister) and of pointers
+ * nobody allocated, and MEMPOOL_HANDLE of device memory with and without a pool; each value lands in its own
  * buffer filled with 0xa5 first, so both the value and its size (how many bytes were written,
  * none past it) are checked. cuda.h, cuPointerGetAttributes: "Unlike cuPointerGetAttribute, this
  * function will not return an error when the ptr encountered is not a valid CUDA pointer.
@@ -18,6 +19,15 @@
 CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr);
 CUresult cuPointerGetAttributes(unsigned int numAttributes, int *attributes, void **data, CUdeviceptr ptr);
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags);
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags);
+CUresult cuMemHostUnregister(void *p);
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props);
+CUresult cuMemPoolDestroy(CUmemoryPool pool);
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream s);
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream s);
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s);
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool);
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev);
 
 enum {
     CONTEXT = 1,
@@ -147,6 +157,68 @@ int main(void)
            "pinned in a created context: CONTEXT is that context, not the current one");
     CK(cuMemFreeHost(elsewhere));
     CK(cuCtxDestroy(created));
+    CK(cuCtxSetCurrent(ctx));
+
+    /* MEMPOOL_HANDLE of device memory: NULL for cuMemAlloc's; a created pool's handle for its
+     * allocations, given (cuMemAllocFromPoolAsync) or current (cuDeviceSetMemPool + cuMemAllocAsync) */
+    pool_handle = ~0ull;
+    expect(cuPointerGetAttribute(&pool_handle, MEMPOOL_HANDLE, d + 1) == CUDA_SUCCESS && pool_handle == 0,
+           "device: MEMPOOL_HANDLE of cuMemAlloc memory is NULL");
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemoryPool created_pool;
+    CK(cuMemPoolCreate(&created_pool, &props));
+    CUdeviceptr from_pool, from_current;
+    CK(cuMemAllocFromPoolAsync(&from_pool, 1000, created_pool, NULL));
+    CK(cuDeviceSetMemPool(dev, created_pool));
+    CK(cuMemAllocAsync(&from_current, 1000, NULL));
+    int pool_attributes[] = {MEMORY_TYPE, MEMPOOL_HANDLE, RANGE_SIZE};
+    unsigned pool_type = 0;
+    uint64_t pool_size = 0;
+    pool_handle = 0;
+    void *pool_data[] = {&pool_type, &pool_handle, &pool_size};
+    CK(cuPointerGetAttributes(3, pool_attributes, pool_data, from_pool + 999));
+    expect(pool_type == 2 && pool_size == 1000, "pool memory: device memory of its size");
+    expect(pool_handle == (uint64_t)(uintptr_t)created_pool, "pool memory: MEMPOOL_HANDLE is the pool given");
+    pool_handle = 0;
+    expect(cuPointerGetAttribute(&pool_handle, MEMPOOL_HANDLE, from_current) == CUDA_SUCCESS
+               && pool_handle == (uint64_t)(uintptr_t)created_pool,
+           "cuMemAllocAsync from the current (created) pool: MEMPOOL_HANDLE is that pool");
+    CK(cuMemFreeAsync(from_pool, NULL));
+    CK(cuMemFreeAsync(from_current, NULL));
+    CK(cuMemPoolDestroy(created_pool));
+
+    /* registered host memory: answered by the guest library as host memory of the context
+     * current at registration; no device address (the GPU cannot reach guest pages) */
+    static unsigned char pages[4 * 4096] __attribute__((aligned(4096)));
+    CUcontext registering;
+    CK(cuCtxCreate(&registering, 0, dev));
+    CK(cuMemHostRegister_v2(pages + 4096, 2 * 4096, 1 /* PORTABLE */));
+    CK(cuCtxSetCurrent(ctx));
+    CUdeviceptr r = (CUdeviceptr)(uintptr_t)(pages + 4096);
+    CK(query(r + 300, 0));
+    expect_value(0, (uint64_t)(uintptr_t)registering, "registered: CONTEXT is the context current at registration");
+    expect_value(1, 1, "registered: MEMORY_TYPE is CU_MEMORYTYPE_HOST");
+    expect_value(2, 0, "registered: DEVICE_POINTER is NULL (no address kernels could reach it through)");
+    expect_value(3, r + 300, "registered: HOST_POINTER is the pointer");
+    expect_value(4, 0, "registered: IS_MANAGED is 0");
+    expect(value(5, "registered: BUFFER_ID") != 0, "registered: a BUFFER_ID");
+    expect_value(6, 0, "registered: DEVICE_ORDINAL is 0");
+    expect_value(7, r, "registered: RANGE_START_ADDR is the registered range");
+    expect_value(8, 2 * 4096, "registered: RANGE_SIZE is its size");
+    expect_value(9, 1, "registered: MAPPED is 1");
+    CUdeviceptr no_device = 5;
+    expect(cuPointerGetAttribute(&no_device, DEVICE_POINTER, r) == CUDA_ERROR_INVALID_VALUE,
+           "registered: cuPointerGetAttribute(DEVICE_POINTER) is INVALID_VALUE (cuda.h: no device pointer value)");
+    pool_handle = ~0ull;
+    expect(cuPointerGetAttribute(&pool_handle, MEMPOOL_HANDLE, r + 8191) == CUDA_SUCCESS && pool_handle == 0,
+           "registered: MEMPOOL_HANDLE is NULL, to the last byte");
+    CK(cuMemHostUnregister(pages + 4096));
+    CK(query(r + 300, 0));
+    expect_value(1, 0, "unregistered: MEMORY_TYPE 0 (unknown)");
+    CK(cuCtxDestroy(registering));
     CK(cuCtxSetCurrent(ctx));
 
     /* pointers nobody allocated: success, every value NULL (0) */

@@ -53,9 +53,9 @@ expect_ok "virtual memory management" "$work/vmm"
 # and when that range is taken in the process the library keeps its own mapping and still works
 expect_ok "pinned pointers are device pointers" "$work/pinned"
 expect_ok "pinned pointers, the server's range occupied" "$work/pinned" occupy
-# cuPointerGetAttributes: ten attributes at once of device, pinned and unknown pointers, each value's
+# cuPointerGetAttributes: ten attributes at once of device, pinned, registered and unknown pointers, each value's
 # size checked; careless numAttributes and arrays refused
-expect_ok "pointer attributes of device, pinned and unknown pointers" "$work/pointer_attrs"
+expect_ok "pointer attributes of device, pool, pinned, registered and unknown pointers" "$work/pointer_attrs"
 # cuGraphExecUpdate(_v2) of handles the server refuses: the result info the library writes
 expect_ok "graph exec update: refused handles, CU_GRAPH_EXEC_UPDATE_ERROR" "$work/graph_update"
 # arrays: copies to and from them, texture and surface objects minted and checked (docs/memory.md)

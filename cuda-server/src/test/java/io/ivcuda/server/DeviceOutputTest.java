@@ -20,7 +20,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -30,7 +29,7 @@ import org.junit.jupiter.api.Test;
  * host-memory backend runs no kernels: a test-only hook writes through libc's stdout in
  * cuCtxSynchronize, in the worker's thread, as the driver does when it flushes printf output.
  */
-class DeviceOutputTest extends HostMemoryGuestCase {
+class DeviceOutputTest extends StartedServerCase<DeviceOutputTest.PrintingBackend> {
     static final long TOKEN = (91L << 32) | 3;
     static final long OTHER = (92L << 32) | 4;
 
@@ -61,22 +60,13 @@ class DeviceOutputTest extends HostMemoryGuestCase {
         }
     }
 
-    PrintingBackend backend;
-
-    @Override
-    long token() {
-        return TOKEN;
+    DeviceOutputTest() {
+        super(TOKEN, PrintingBackend::new);
     }
 
     @BeforeAll
     static void capture() {
         assumeTrue(StdoutCapture.install(), "libc's stdout can be captured here (glibc)");
-    }
-
-    @BeforeEach
-    void start() throws Exception {
-        backend = new PrintingBackend();
-        start(backend);
     }
 
     Channel greeted(int index, long token) {

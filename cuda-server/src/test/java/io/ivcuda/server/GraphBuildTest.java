@@ -9,12 +9,9 @@ import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.gen.Requests;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.agrona.UnsafeApi;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -24,7 +21,7 @@ import org.junit.jupiter.api.Test;
  * go with their graph, and the staged copy of pageable memory (by hand and into a capture).
  * Nothing here runs a graph: gpu/programs/graph_nodes.c does that on a GPU.
  */
-class GraphBuildTest extends HostMemoryGuestCase {
+class GraphBuildTest extends GraphCase<GraphBuildTest.Backend> {
     static final long TOKEN = (7272L << 32) | 0x42;
     static final long CAPTURED = 0xcafe0000L;
 
@@ -211,52 +208,17 @@ class GraphBuildTest extends HostMemoryGuestCase {
         }
     }
 
-    Backend backend;
-
-    @Override
-    long token() {
-        return TOKEN;
-    }
-
-    @BeforeEach
-    void start() throws Exception {
-        backend = new Backend();
-        start(backend);
-    }
-
-    private Channel context(int index) {
-        Channel c = greeted(index);
-        assertEquals(CuResult.SUCCESS, c.call(Requests.cuCtxCreate_v2(0, 0)).result());
-        return c;
-    }
-
-    private static byte[] deps(long... nodes) {
-        ByteBuffer b = ByteBuffer.allocate(16 * nodes.length).order(ByteOrder.LITTLE_ENDIAN);
-        for (int i = 0; i < nodes.length; i++) {
-            b.putLong(16 * i, nodes[i]);
-        }
-        return b.array();
-    }
-
-    private long kernel(Channel c) {
-        byte[] image = new byte[64];
-        Response lib = c.streamRequest(Requests.ivc_library_load(LaunchAndModuleTest.fnv1a(image), image.length, 1,
-                new byte[0], 0), image);
-        assertEquals(CuResult.SUCCESS, lib.result());
-        return ok(c.call(Requests.cuLibraryGetKernel(lib.out(0), "k1")));
+    GraphBuildTest() {
+        super(TOKEN, Backend::new);
     }
 
     private Call last() {
         return backend.calls.get(backend.calls.size() - 1);
     }
 
-    private static byte[] int4(int v) {
-        return ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(0, v).array();
-    }
-
     @Test
     void kernelMemsetAndCopyNodesReachTheDriverChecked() {
-        Channel c = context(0);
+        Channel c = greetedWithContext(0, TOKEN);
         long graph = ok(c.call(Requests.cuGraphCreate(0)));
         long k = kernel(c);
         long kn = ok(c.call(Requests.ivc_graph_kernel_node(0, graph, 0, 0, 0, new byte[0], 0, k, 3, 1, 1, 32, 1, 1, 0,
@@ -304,7 +266,7 @@ class GraphBuildTest extends HostMemoryGuestCase {
 
     @Test
     void theHeadNamesWhatItsOperationNeeds() {
-        Channel c = context(0);
+        Channel c = greetedWithContext(0, TOKEN);
         long graph = ok(c.call(Requests.cuGraphCreate(0)));
         long exec = ok(c.call(Requests.cuGraphInstantiateWithFlags(graph, 0)));
         long d = ok(c.call(Requests.ivc_mem_alloc(64)));
@@ -332,7 +294,7 @@ class GraphBuildTest extends HostMemoryGuestCase {
 
     @Test
     void hostNodesKeepTheirTargetUntilTheProcessGoes() {
-        Channel c = context(0);
+        Channel c = greetedWithContext(0, TOKEN);
         Channel exiting = greeted(1);
         long graph = ok(c.call(Requests.cuGraphCreate(0)));
         assertEquals(CuResult.INVALID_VALUE,
@@ -348,7 +310,7 @@ class GraphBuildTest extends HostMemoryGuestCase {
 
     @Test
     void conditionalBodiesAreTheNodesAndGoWithTheirGraph() {
-        Channel c = context(0);
+        Channel c = greetedWithContext(0, TOKEN);
         long graph = ok(c.call(Requests.cuGraphCreate(0)));
         long handle = ok(c.call(Requests.cuGraphConditionalHandleCreate(graph, 0, 1, 1)));
         assertEquals(0x77001, handle, "the driver's value, unchanged: kernels get it as a parameter");
@@ -380,7 +342,7 @@ class GraphBuildTest extends HostMemoryGuestCase {
 
     @Test
     void aConditionalNodesDestructionTakesItsBodies() {
-        Channel c = context(0);
+        Channel c = greetedWithContext(0, TOKEN);
         long graph = ok(c.call(Requests.cuGraphCreate(0)));
         Response r = c.call(Requests.ivc_graph_conditional_node(graph, 0, new byte[0], 0, 5, 1, 1, 0, 1));
         long node = r.out(0);
@@ -394,7 +356,7 @@ class GraphBuildTest extends HostMemoryGuestCase {
 
     @Test
     void aPageableCopyIsStagedAsOneChildGraphNode() {
-        Channel c = context(0);
+        Channel c = greetedWithContext(0, TOKEN);
         long graph = ok(c.call(Requests.cuGraphCreate(0)));
         long d = ok(c.call(Requests.ivc_mem_alloc(64)));
         long staging = ok(c.call(Requests.ivc_host_alloc(64, 0)));

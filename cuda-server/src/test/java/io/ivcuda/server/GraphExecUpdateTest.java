@@ -8,8 +8,6 @@ import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.gen.Requests;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -17,7 +15,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.agrona.UnsafeApi;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -30,7 +27,7 @@ import org.junit.jupiter.api.Test;
  * the server's part: the native graphs it hands the driver, the result info it sends back with
  * the process's own node handles, and the refusals of handles that are not the process's.
  */
-class GraphExecUpdateTest extends HostMemoryGuestCase {
+class GraphExecUpdateTest extends GraphCase<GraphExecUpdateTest.Backend> {
     static final long TOKEN = (7373L << 32) | 0x43;
     static final long OTHER = (7474L << 32) | 0x44;
     /** CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE */
@@ -197,44 +194,8 @@ class GraphExecUpdateTest extends HostMemoryGuestCase {
         }
     }
 
-    Backend backend;
-
-    @Override
-    long token() {
-        return TOKEN;
-    }
-
-    @BeforeEach
-    void start() throws Exception {
-        backend = new Backend();
-        start(backend);
-    }
-
-    private Channel context(int index, long token) {
-        Channel c = hello(index, token);
-        assertEquals(CuResult.SUCCESS, c.call(Requests.cuInit(0)).result());
-        assertEquals(CuResult.SUCCESS, c.call(Requests.cuCtxCreate_v2(0, 0)).result());
-        return c;
-    }
-
-    private static byte[] deps(long... nodes) {
-        ByteBuffer b = ByteBuffer.allocate(16 * nodes.length).order(ByteOrder.LITTLE_ENDIAN);
-        for (int i = 0; i < nodes.length; i++) {
-            b.putLong(16 * i, nodes[i]);
-        }
-        return b.array();
-    }
-
-    private static byte[] int4(int v) {
-        return ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(0, v).array();
-    }
-
-    private long kernel(Channel c) {
-        byte[] image = new byte[64];
-        Response lib = c.streamRequest(Requests.ivc_library_load(LaunchAndModuleTest.fnv1a(image), image.length, 1,
-                new byte[0], 0), image);
-        assertEquals(CuResult.SUCCESS, lib.result());
-        return ok(c.call(Requests.cuLibraryGetKernel(lib.out(0), "k1")));
+    GraphExecUpdateTest() {
+        super(TOKEN, Backend::new);
     }
 
     /** The handles of one graph's nodes: a memset, a kernel after it, a copy after the kernel. */
@@ -272,7 +233,7 @@ class GraphExecUpdateTest extends HostMemoryGuestCase {
 
     @Test
     void anUpdateWithTheSameTopologyIsWhatTheExecutableGraphLaunchesAfterwards() {
-        Channel c = context(0, TOKEN);
+        Channel c = greetedWithContext(0, TOKEN);
         long k = kernel(c);
         long d = ok(c.call(Requests.ivc_mem_alloc(256)));
         Built first = build(c, k, d, 7, 1234, 64);
@@ -302,7 +263,7 @@ class GraphExecUpdateTest extends HostMemoryGuestCase {
 
     @Test
     void aTopologyChangeAnswersTheFailureWithTheProcesssNodes() {
-        Channel c = context(0, TOKEN);
+        Channel c = greetedWithContext(0, TOKEN);
         long k = kernel(c);
         long d = ok(c.call(Requests.ivc_mem_alloc(256)));
         Built first = build(c, k, d, 7, 1, 64);
@@ -343,8 +304,8 @@ class GraphExecUpdateTest extends HostMemoryGuestCase {
 
     @Test
     void handlesThatAreNotTheProcesssAreRefusedBeforeTheDriver() {
-        Channel c = context(0, TOKEN);
-        Channel other = context(1, OTHER);
+        Channel c = greetedWithContext(0, TOKEN);
+        Channel other = greetedWithContext(1, OTHER);
         long d = ok(c.call(Requests.ivc_mem_alloc(256)));
         long graph = ok(c.call(Requests.cuGraphCreate(0)));
         long node = ok(c.call(Requests.ivc_graph_memset_node(0, graph, 0, 0, 0, new byte[0], 0, d, 256, 0, 1, 4, 64, 1)));
@@ -382,8 +343,8 @@ class GraphExecUpdateTest extends HostMemoryGuestCase {
 
     @Test
     void anErrorNodeOfAnotherProcessIsNoHandleOfThisOne() {
-        Channel c = context(0, TOKEN);
-        Channel other = context(1, OTHER);
+        Channel c = greetedWithContext(0, TOKEN);
+        Channel other = greetedWithContext(1, OTHER);
         long d = ok(c.call(Requests.ivc_mem_alloc(256)));
         long graph = ok(c.call(Requests.cuGraphCreate(0)));
         ok(c.call(Requests.ivc_graph_memset_node(0, graph, 0, 0, 0, new byte[0], 0, d, 256, 0, 1, 4, 64, 1)));

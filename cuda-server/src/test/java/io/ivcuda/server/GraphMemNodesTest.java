@@ -10,7 +10,6 @@ import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.gen.Requests;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -22,37 +21,14 @@ import org.junit.jupiter.api.Test;
  * come back; pool properties and access descriptors other than the guest's device are refused by
  * name before the driver sees them. Nothing here runs a graph: gpu/programs/graph_mem_nodes.c does.
  */
-class GraphMemNodesTest extends HostMemoryGuestCase {
+class GraphMemNodesTest extends GraphCase<GraphBuildTest.Backend> {
     static final long TOKEN = (7373L << 32) | 0x43;
     static final long QUOTA = 1 << 20;
     static final int PINNED = 1;
     static final int DEVICE = 1;
 
-    GraphBuildTest.Backend backend;
-
-    @Override
-    long token() {
-        return TOKEN;
-    }
-
-    @BeforeEach
-    void start() throws Exception {
-        backend = new GraphBuildTest.Backend();
-        start(backend, "memory.quota=" + QUOTA);
-    }
-
-    private Channel context() {
-        Channel c = greeted(0);
-        assertEquals(CuResult.SUCCESS, c.call(Requests.cuCtxCreate_v2(0, 0)).result());
-        return c;
-    }
-
-    private static byte[] deps(long... nodes) {
-        ByteBuffer b = ByteBuffer.allocate(16 * nodes.length).order(ByteOrder.LITTLE_ENDIAN);
-        for (int i = 0; i < nodes.length; i++) {
-            b.putLong(16 * i, nodes[i]);
-        }
-        return b.array();
+    GraphMemNodesTest() {
+        super(TOKEN, GraphBuildTest.Backend::new, "memory.quota=" + QUOTA);
     }
 
     /** CUmemAccessDesc entries: (location type, id, flags) each. */
@@ -75,7 +51,7 @@ class GraphMemNodesTest extends HostMemoryGuestCase {
 
     @Test
     void anAllocationNodesAddressIsTheProcessesAndCountsUntilItsFreeNode() {
-        Channel c = context();
+        Channel c = greetedWithContext(0, TOKEN);
         long graph = ok(c.call(Requests.cuGraphCreate(0)));
         long first = ok(memset(c, graph, ok(c.call(Requests.ivc_mem_alloc(64))), 64));
         long before = server.vm().allocated();
@@ -114,7 +90,7 @@ class GraphMemNodesTest extends HostMemoryGuestCase {
 
     @Test
     void theParametersComeBack() {
-        Channel c = context();
+        Channel c = greetedWithContext(0, TOKEN);
         long graph = ok(c.call(Requests.cuGraphCreate(0)));
         Response a = c.call(alloc(graph, 8192, descs(DEVICE, 0, 3)));
         long node = a.out(0);
@@ -144,7 +120,7 @@ class GraphMemNodesTest extends HostMemoryGuestCase {
 
     @Test
     void poolPropertiesAndAccessDescriptorsOtherThanTheDevicesAreRefusedByName() {
-        Channel c = context();
+        Channel c = greetedWithContext(0, TOKEN);
         long graph = ok(c.call(Requests.cuGraphCreate(0)));
         int calls = backend.calls.size();
         record Bad(String field, Requests.Request request) {
@@ -174,7 +150,7 @@ class GraphMemNodesTest extends HostMemoryGuestCase {
 
     @Test
     void theQuotaBoundsAllocationNodes() {
-        Channel c = context();
+        Channel c = greetedWithContext(0, TOKEN);
         long graph = ok(c.call(Requests.cuGraphCreate(0)));
         Response a = c.call(alloc(graph, QUOTA - 4096, new byte[0]));
         assertEquals(CuResult.SUCCESS, a.result());

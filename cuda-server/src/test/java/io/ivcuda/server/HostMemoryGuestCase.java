@@ -46,6 +46,14 @@ abstract class HostMemoryGuestCase extends ServerCase {
         return c;
     }
 
+    /** Channel {@code index} of the process {@code token}, greeted, past cuInit, with a context it created current. */
+    Channel greetedWithContext(int index, long token) {
+        Channel c = hello(index, token);
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuInit(0)).result());
+        assertEquals(CuResult.SUCCESS, c.call(Requests.cuCtxCreate_v2(0, 0)).result());
+        return c;
+    }
+
     /** Channel {@code index} of the process {@code token}, greeted, with a context it created current. */
     Channel withContext(int index, long token) {
         Channel c = hello(index, token);

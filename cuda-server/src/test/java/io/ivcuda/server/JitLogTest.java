@@ -17,7 +17,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
 import org.agrona.UnsafeApi;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -28,7 +27,7 @@ import org.junit.jupiter.api.Test;
  * guest's capacity. The backend stands in for the driver's linker and loader: it writes its logs and
  * wall time where the options say, at cuLinkComplete and during a load, as the driver does.
  */
-class JitLogTest extends HostMemoryGuestCase {
+class JitLogTest extends StartedServerCase<JitLogTest.LoggingLinker> {
     static final long TOKEN = (84L << 32) | 7;
     static final long STATE = 0xC100;
 
@@ -137,17 +136,8 @@ class JitLogTest extends HostMemoryGuestCase {
         }
     }
 
-    LoggingLinker backend;
-
-    @Override
-    long token() {
-        return TOKEN;
-    }
-
-    @BeforeEach
-    void start() throws Exception {
-        backend = new LoggingLinker();
-        start(backend);
+    JitLogTest() {
+        super(TOKEN, LoggingLinker::new);
     }
 
     /** The cut is the server's {@code limit.jit.log.bytes}; a log asked smaller keeps its size. */

@@ -11,7 +11,6 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.List;
 import org.agrona.UnsafeApi;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -19,7 +18,7 @@ import org.junit.jupiter.api.Test;
  * records the CUlaunchConfig the server built: which attributes pass, which are refused, that a
  * CUkernel is resolved, and that the peer and context calls check their handles and ordinals.
  */
-class KernelLaunchTest extends HostMemoryGuestCase {
+class KernelLaunchTest extends StartedServerCase<KernelLaunchTest.ExBackend> {
     static final long TOKEN = (80L << 32) | 5;
     static final long OTHER = (81L << 32) | 6;
 
@@ -87,17 +86,8 @@ class KernelLaunchTest extends HostMemoryGuestCase {
         }
     }
 
-    ExBackend backend;
-
-    @Override
-    long token() {
-        return TOKEN;
-    }
-
-    @BeforeEach
-    void start() throws Exception {
-        backend = new ExBackend();
-        start(backend);
+    KernelLaunchTest() {
+        super(TOKEN, ExBackend::new);
     }
 
     private long kernel(Channel c) {

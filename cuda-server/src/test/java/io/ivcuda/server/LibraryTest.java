@@ -17,7 +17,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.agrona.UnsafeApi;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -25,7 +24,7 @@ import org.junit.jupiter.api.Test;
  * JIT options passed on, a CUkernel resolved to its function wherever a CUfunction is taken, the
  * globals as device ranges, and everything a library made going with its unload or the process.
  */
-class LibraryTest extends HostMemoryGuestCase {
+class LibraryTest extends StartedServerCase<LibraryTest.LibraryBackend> {
     static final long TOKEN = (78L << 32) | 5;
     static final long OTHER = (79L << 32) | 6;
     static final long LIBRARY = 0xB000;
@@ -152,17 +151,8 @@ class LibraryTest extends HostMemoryGuestCase {
         }
     }
 
-    LibraryBackend backend;
-
-    @Override
-    long token() {
-        return TOKEN;
-    }
-
-    @BeforeEach
-    void start() throws Exception {
-        backend = new LibraryBackend();
-        start(backend);
+    LibraryTest() {
+        super(TOKEN, LibraryBackend::new);
     }
 
     private static byte[] jit(long... pairs) {

@@ -14,7 +14,6 @@ import io.ivcuda.server.gen.Requests;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.agrona.UnsafeApi;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -22,7 +21,7 @@ import org.junit.jupiter.api.Test;
  * the window, the completed image comes back through it byte for byte, a read of another size is
  * refused, and link states go with cuLinkDestroy (once) or the process.
  */
-class LinkTest extends HostMemoryGuestCase {
+class LinkTest extends StartedServerCase<LinkTest.LinkBackend> {
     static final long TOKEN = (82L << 32) | 5;
     static final long OTHER = (83L << 32) | 6;
     static final long STATE = 0xC000;
@@ -69,17 +68,8 @@ class LinkTest extends HostMemoryGuestCase {
         }
     }
 
-    LinkBackend backend;
-
-    @Override
-    long token() {
-        return TOKEN;
-    }
-
-    @BeforeEach
-    void start() throws Exception {
-        backend = new LinkBackend();
-        start(backend);
+    LinkTest() {
+        super(TOKEN, LinkBackend::new);
     }
 
     private static byte[] text(char fill, int n) {

@@ -7,7 +7,6 @@ import io.ivcuda.server.FakeGuest.Response;
 import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.gen.Requests;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -17,7 +16,7 @@ import org.junit.jupiter.api.Test;
  * attributes the server does not answer and capacities that do not fit are refused, and the
  * server goes on serving. tests/xlang/pointer_attrs.c checks the guest's side of the same calls.
  */
-class PointerAttributeTest extends HostMemoryGuestCase {
+class PointerAttributeTest extends StartedServerCase<HostMemoryBackend> {
     static final long TOKEN = (7575L << 32) | 0x45;
     static final long OTHER = (7676L << 32) | 0x46;
     static final int CONTEXT = 1;
@@ -31,15 +30,10 @@ class PointerAttributeTest extends HostMemoryGuestCase {
     static final int RANGE_START_ADDR = 11;
     static final int RANGE_SIZE = 12;
     static final int MAPPED = 13;
+    static final int MEMPOOL_HANDLE = 17;
 
-    @Override
-    long token() {
-        return TOKEN;
-    }
-
-    @BeforeEach
-    void start() throws Exception {
-        start(new HostMemoryBackend());
+    PointerAttributeTest() {
+        super(TOKEN, HostMemoryBackend::new);
     }
 
     /** The attribute's value as the server wrote it, checking it wrote {@code size} bytes. */
@@ -69,6 +63,8 @@ class PointerAttributeTest extends HostMemoryGuestCase {
         assertEquals(1, value(c.call(Requests.ivc_pointer_attribute(4, MAPPED, p)), 4), "mapped");
         assertEquals(d + 4999, value(c.call(Requests.ivc_pointer_attribute(8, DEVICE_POINTER, d + 4999)), 8),
                 "the last byte");
+        assertEquals(0, value(c.call(Requests.ivc_pointer_attribute(8, MEMPOOL_HANDLE, p)), 8),
+                "cuMemAlloc memory is no mempool's: NULL (PoolPointerAttributeTest: pool memory)");
     }
 
     @Test

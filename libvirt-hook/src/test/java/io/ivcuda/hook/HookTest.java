@@ -358,7 +358,10 @@ class HookTest {
         Path control = dir.resolve("mps-control");
         Files.writeString(control, "#!/bin/sh\np=\"$CUDA_MPS_PIPE_DIRECTORY\"\n"
                 + "if [ \"$1\" = -d ]; then\n"
-                + "  ( while [ ! -e \"$p/quit\" ]; do sleep 0.05; done; rm -f \"$p/nvidia-cuda-mps-control.pid\" ) "
+                // one that ignores quit blocks in sh's read builtin on a FIFO nobody writes: a loop forking sleep
+                // leaves children named like the daemon until their exec, and the hook's scan could find two
+                + (ignoresQuit ? "  mkfifo \"$p/stand-in-never\"\n  ( read -r line < \"$p/stand-in-never\" ) "
+                        : "  ( while [ ! -e \"$p/quit\" ]; do sleep 0.05; done; rm -f \"$p/nvidia-cuda-mps-control.pid\" ) ")
                 + "</dev/null >/dev/null 2>&1 &\n"
                 + "  echo $! > \"$p/nvidia-cuda-mps-control.pid\"\n  exit 0\nfi\n"
                 + "read command\necho \"$command\" >> " + dir.resolve("mps-commands") + "\n"

@@ -58,11 +58,23 @@ public final class DeviceRanges {
         }
     }
 
-    public record Range(long base, long size, boolean allocation, long context, Use use) {
+    /**
+     * One range. {@code pool} is where a stream-ordered allocation came from, for
+     * CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: the owner's own mempool handle (as minted for it), {@link
+     * #DEVICE_POOL} for the device's current driver pool (named when asked), 0 for memory of no pool.
+     */
+    public record Range(long base, long size, boolean allocation, long context, long pool, Use use) {
         public Range(long base, long size, boolean allocation, long context) {
-            this(base, size, allocation, context, new Use());
+            this(base, size, allocation, context, 0, new Use());
+        }
+
+        public Range(long base, long size, boolean allocation, long context, long pool) {
+            this(base, size, allocation, context, pool, new Use());
         }
     }
+
+    /** {@link Range#pool} of an allocation from the device's current driver pool (cuMemAllocAsync). */
+    public static final long DEVICE_POOL = -1;
 
     private final TreeMap<Long, Range> ranges = new TreeMap<>();
 

@@ -6,6 +6,7 @@ import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.core.DeviceRanges;
 import io.ivcuda.server.core.HandleTable;
 import io.ivcuda.server.core.MemoryQuota;
+import io.ivcuda.server.gen.HandleKinds;
 import io.ivcuda.server.gen.MemoryCalls;
 import io.ivcuda.server.gen.Reply;
 import java.nio.ByteOrder;
@@ -26,6 +27,7 @@ final class MemoryHandler implements MemoryCalls {
     private static final int CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11;
     private static final int CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12;
     private static final int CU_POINTER_ATTRIBUTE_MAPPED = 13;
+    private static final int CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE = 17;
     private static final int CU_MEMORYTYPE_DEVICE = 2;
 
     private final Session session;
@@ -191,11 +193,37 @@ final class MemoryHandler implements MemoryCalls {
     }
 
     /**
+     * The process's handle for the device's current driver pool, which a cuMemAllocAsync without a
+     * created current pool allocates from (the server never changes the driver's current pool): the
+     * one cuDeviceGetMemPool answered it, or a new one. Into {@code session.out.handle}.
+     */
+    private int devicePoolHandle() {
+        int result = session.cuda.deviceGetMemPool(session.out, session.vm.nativeDevice());
+        if (result != CuResult.SUCCESS) {
+            return result;
+        }
+        long nativePool = session.out.handle;
+        HandleTable.Entry known = session.vm.handles().findNative(HandleKinds.MEMPOOL, session.token(), nativePool);
+        if (known != null) {
+            session.out.handle = known.id();
+        } else if (session.vm.handles().canMint(session.token())) {
+            session.out.handle = session.vm.handles().mint(HandleKinds.MEMPOOL, session.token(), nativePool, 0);
+        } else {
+            return session.refuse("attribute", "MEMPOOL_HANDLE: the process holds as many handles as it may",
+                    CuResult.OUT_OF_MEMORY);
+        }
+        return CuResult.SUCCESS;
+    }
+
+    /**
      * Attributes of a device pointer, answered from the owner's ranges (the guest answers pool
      * pointers itself). Pointers outside them get CUDA_ERROR_INVALID_VALUE, as from the driver, and
      * so does HOST_POINTER: device memory has no host address (cuda.h, cuPointerGetAttribute);
      * cuPointerGetAttributes turns both into zeroes. IS_MANAGED (never: managed memory is refused)
      * and MAPPED (an allocation is mapped) are booleans, written as 4 bytes like MEMORY_TYPE.
+     * MEMPOOL_HANDLE is the process's own handle of the pool a stream-ordered allocation came from
+     * (recorded at ivc_mem_alloc_async), NULL for other memory (cuMemAlloc's, globals, graph
+     * allocations): never a native pool, never another process's handle.
      */
     @Override
     public int ivc_pointer_attribute(Reply r, int capacity, int attribute, long ptr) {
@@ -228,6 +256,17 @@ final class MemoryHandler implements MemoryCalls {
             case CU_POINTER_ATTRIBUTE_DEVICE_POINTER -> value = ptr;
             case CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR -> value = range.base();
             case CU_POINTER_ATTRIBUTE_RANGE_SIZE -> value = range.size();
+            case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE -> {
+                if (range.pool() == DeviceRanges.DEVICE_POOL) {
+                    int result = devicePoolHandle();
+                    if (result != CuResult.SUCCESS) {
+                        return result;
+                    }
+                    value = session.out.handle;
+                } else {
+                    value = range.pool();
+                }
+            }
             default -> {
                 session.warn("attribute", attribute + " is not answered by this server", CuResult.NOT_SUPPORTED);
                 return CuResult.NOT_SUPPORTED;

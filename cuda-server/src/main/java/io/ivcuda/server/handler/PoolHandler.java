@@ -81,9 +81,17 @@ final class PoolHandler implements PoolsCalls {
                 + " ivc_mem_alloc_async", session.out)) {
             return CuResult.OUT_OF_MEMORY;
         }
+        // the pool it comes from, as this process names it (CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE): the
+        // handle it gave (the dispatcher pinned it) or its current created pool's; the device's
+        // driver pool is named only when asked, so this call mints nothing
+        long origin;
         if (pool == 0) {
             HandleTable.Entry current = currentCreatedPool();
             pool = current == null ? 0 : current.nativeValue();
+            origin = current == null ? DeviceRanges.DEVICE_POOL : current.id();
+        } else {
+            HandleTable.Entry given = session.vm.handles().findNative(HandleKinds.MEMPOOL, session.token(), pool);
+            origin = given == null ? 0 : given.id(); // pinned by the dispatcher: never null
         }
         int result = session.cuda.memAllocAsync(session.out, bytesize, pool, stream);
         if (result != CuResult.SUCCESS) {
@@ -91,7 +99,8 @@ final class PoolHandler implements PoolsCalls {
             return result;
         }
         long dptr = session.out.address;
-        session.owner().ranges().add(new DeviceRanges.Range(dptr, bytesize, true, session.currentNativeContext()));
+        session.owner().ranges().add(
+                new DeviceRanges.Range(dptr, bytesize, true, session.currentNativeContext(), origin));
         r.set(0, dptr);
         return result;
     }
