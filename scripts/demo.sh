@@ -174,8 +174,19 @@ log_dir=$(sed -n 's/^log\.dir=//p' "$CONFIG" | tail -1)
 log_dir=${log_dir:-/var/log/ivcuda}
 
 say "define $NAME with the metadata element"
-type=qemu
-[ -w /dev/kvm ] && type=kvm
+# KVM where it boots an ordinary kernel. A PVM host's /dev/kvm (module kvm_pvm: pagetable-based
+# virtualization, found on cloud VMs without nested virtualization) runs only guest kernels built for
+# PVM, and Debian's is not one: the guest hangs before its first console line. DEMO_VIRT_TYPE=kvm|qemu
+# overrides the choice.
+type=${DEMO_VIRT_TYPE:-}
+if [ -z "$type" ]; then
+    type=qemu
+    if [ -d /sys/module/kvm_pvm ]; then
+        echo "/dev/kvm here is PVM (kvm_pvm), which boots only PVM guest kernels: the guest runs under TCG (software)"
+    elif [ -w /dev/kvm ]; then
+        type=kvm
+    fi
+fi
 cat >"$work/$NAME.xml" <<XML
 <domain type='$type'>
   <name>$NAME</name>
