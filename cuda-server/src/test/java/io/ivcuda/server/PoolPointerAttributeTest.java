@@ -9,7 +9,6 @@ import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.backend.HostMemoryBackend;
 import io.ivcuda.server.backend.Out;
 import io.ivcuda.server.gen.Requests;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -20,7 +19,7 @@ import org.junit.jupiter.api.Test;
  * with a device pool to name (the plain one has none: cuDeviceGetMemPool is NOT_SUPPORTED there).
  * The GPU path (JnaCudaBackend): gpu/programs/memory_objects.c, compared with native.
  */
-class PoolPointerAttributeTest extends HostMemoryGuestCase {
+class PoolPointerAttributeTest extends StartedServerCase<PoolPointerAttributeTest.DevicePool> {
     static final long TOKEN = (8585L << 32) | 0x47;
     static final long OTHER = (8686L << 32) | 0x48;
     static final int MEMPOOL_HANDLE = 17;
@@ -47,14 +46,8 @@ class PoolPointerAttributeTest extends HostMemoryGuestCase {
         }
     }
 
-    @Override
-    long token() {
-        return TOKEN;
-    }
-
-    @BeforeEach
-    void start() throws Exception {
-        start(new DevicePool());
+    PoolPointerAttributeTest() {
+        super(TOKEN, DevicePool::new);
     }
 
     /** MEMPOOL_HANDLE of {@code ptr} as the server answers it (8 bytes written). */
