@@ -97,21 +97,27 @@ gpu_identity() {
         echo "nvidia-smi unavailable"
 }
 
-# java on PATH, or the runtime carried as .jre/jre.tgz unpacked to /tmp/jre.
+# java on PATH, or the runtime carried in .jre/ unpacked to /tmp/jre: jre.tgz as
+# ../shared/tools/device-jre.sh packs it, or jre.tar.xz (jlink --compress=0, then xz: 17 MB instead
+# of 32 MB, which leaves room in a device call's 64 MiB for the corpus, .vmcarry and the server).
 setup_java() {
     if command -v java >/dev/null 2>&1; then
         return 0
     fi
-    if [ ! -f "$REPO_ROOT/.jre/jre.tgz" ]; then
-        log "no java on PATH and no .jre/jre.tgz"
+    local archive
+    for archive in "$REPO_ROOT/.jre/jre.tar.xz" "$REPO_ROOT/.jre/jre.tgz" ""; do
+        [ -z "$archive" ] || [ -f "$archive" ] && break
+    done
+    if [ -z "$archive" ]; then
+        log "no java on PATH and no .jre/jre.tar.xz or .jre/jre.tgz"
         return 1
     fi
     mkdir -p /tmp/jre
-    timeout 120 tar xzf "$REPO_ROOT/.jre/jre.tgz" -C /tmp/jre || { log "unpacking .jre/jre.tgz failed"; return 1; }
+    timeout 120 tar xf "$archive" -C /tmp/jre || { log "unpacking $archive failed"; return 1; }
     local java_bin
     java_bin=$(find /tmp/jre -path '*/bin/java' -type f 2>/dev/null | head -1)
     if [ -z "$java_bin" ]; then
-        log "no bin/java inside .jre/jre.tgz"
+        log "no bin/java inside $archive"
         return 1
     fi
     PATH=$(dirname "$java_bin"):$PATH
