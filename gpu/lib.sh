@@ -522,7 +522,11 @@ verdict() {
         124 | 137) echo "TIMEOUT" ;;
         *)
             first_fail=$(grep -m1 -E 'FAIL|WRONG' "$prefix.out" 2>/dev/null)
-            [ -n "$first_fail" ] || first_fail=$(grep -v '^ *$' "$prefix.err" 2>/dev/null | tail -1)
+            # stderr's last line, leaving out the call profile the guest prints at exit with
+            # IVCUDA_STATS=1 ("ivcuda: call profile ...", then "ivcuda:   <function>: ..."), which
+            # would otherwise stand in for the program's own last words
+            [ -n "$first_fail" ] || first_fail=$(grep -v -e '^ *$' -e '^ivcuda: call profile' -e '^ivcuda:   ' \
+                "$prefix.err" 2>/dev/null | tail -1)
             # The guest library explains refusals (handshake, region) on stderr as "ivcuda: ...".
             guest_says=$(grep -m1 '^ivcuda:' "$prefix.err" 2>/dev/null | cut -c1-200)
             [ -n "$guest_says" ] && first_fail="$first_fail; $guest_says"
