@@ -868,7 +868,7 @@ corpus travels in the ignored folder `.corpus`:
 ```sh
 mkdir -p .corpus && cp -r ../shared/corpus/cuda-samples .corpus/     # once, here
 # issue 12's acceptance in one device call: corpus natively, in host loopback and inside TCG guests,
-# PyTorch natively twice and in host loopback; carrying .corpus .jre .vmcarry
+# PyTorch natively twice and in host loopback; carrying .corpus .jre (gpu/pack-jre.sh) .vmcarry
 # cuda-server/target/cuda-server.jar cuda-server/target/lib api/target/classes:
 CORPUS_ARCH=90 gpu/apps.sh --modes native,native2,ivcuda,vm
 # device call, carrying .corpus (traces, no ivcuda):
