@@ -469,6 +469,14 @@ build_mock_libcuda() {
         "$REPO_ROOT/gpu/tools/mock_libcuda.c" -o "$MOCK_DIR/libcuda.so.1"
 }
 
+# The driver functions program $1 imports that the CPU mock does not define, one line, sorted:
+# such a program cannot run against the mock (it stops at its first call of one, or the loader
+# refuses it), so the dry run says which instead of counting a failure the mock causes.
+mock_lacks() {
+    comm -23 <(nm -D --undefined-only "$1" 2>/dev/null | awk '{ sub(/@.*/, "", $2); print $2 }' | grep '^cu' | sort -u) \
+        <(nm -D --defined-only "$MOCK_DIR/libcuda.so.1" 2>/dev/null | awk '{ print $3 }' | sort -u) | tr '\n' ' ' | sed 's/ $//'
+}
+
 # ---- shared by the validation scripts (gpu/validate.sh, vm/gpu-vm.sh, gpu/cudart.sh) ------------
 # They set DEADLINE_S (epoch seconds no step may outlast) and keep PROBLEMS, NATIVE_RC, EQUAL.
 

@@ -124,10 +124,20 @@ public class HostMemoryBackend implements CudaBackend {
         return CuResult.SUCCESS;
     }
 
+    /**
+     * One past the last {@code CUdevice_attribute} of CUDA 13.0's cuda.h ({@code CU_DEVICE_ATTRIBUTE_MAX}): the
+     * driver answers any other number {@code CUDA_ERROR_INVALID_VALUE}, and so does this test device, so that a
+     * program's check of that answer (gpu/programs/queries.c asks for attribute 100000) passes here too.
+     */
+    static final int DEVICE_ATTRIBUTE_END = 148;
+
     @Override
     public int deviceGetAttribute(Out o, int attribute, int device) {
         o.value = 0;
-        return CuResult.SUCCESS;
+        if (device != 0) {
+            return CuResult.INVALID_DEVICE;
+        }
+        return attribute >= 1 && attribute < DEVICE_ATTRIBUTE_END ? CuResult.SUCCESS : CuResult.INVALID_VALUE;
     }
 
     @Override
