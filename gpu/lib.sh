@@ -521,6 +521,13 @@ bounded_timeout() {
     echo "$wanted"
 }
 
+# A program's stderr ($1) without the statistics the guest library prints at exit with
+# IVCUDA_STATS=1 ("ivcuda: call profile ...", then "ivcuda:   <function>: ...", and "ivcuda:
+# interrupt waits: ..."): they would otherwise stand in for the program's own last words.
+without_exit_stats() {
+    grep -v -e '^ivcuda: call profile' -e '^ivcuda:   ' -e '^ivcuda: interrupt waits' "$1" 2>/dev/null
+}
+
 # One line for the table: "ok", or why not, from rc and the program's FAIL line.
 verdict() {
     local rc=$1 prefix=$2 first_fail guest_says
@@ -530,13 +537,9 @@ verdict() {
         124 | 137) echo "TIMEOUT" ;;
         *)
             first_fail=$(grep -m1 -E 'FAIL|WRONG' "$prefix.out" 2>/dev/null)
-            # stderr's last line, leaving out the call profile the guest prints at exit with
-            # IVCUDA_STATS=1 ("ivcuda: call profile ...", then "ivcuda:   <function>: ..."), which
-            # would otherwise stand in for the program's own last words
-            [ -n "$first_fail" ] || first_fail=$(grep -v -e '^ *$' -e '^ivcuda: call profile' -e '^ivcuda:   ' \
-                "$prefix.err" 2>/dev/null | tail -1)
+            [ -n "$first_fail" ] || first_fail=$(without_exit_stats "$prefix.err" | grep -v '^ *$' | tail -1)
             # The guest library explains refusals (handshake, region) on stderr as "ivcuda: ...".
-            guest_says=$(grep -m1 '^ivcuda:' "$prefix.err" 2>/dev/null | cut -c1-200)
+            guest_says=$(without_exit_stats "$prefix.err" | grep -m1 '^ivcuda:' | cut -c1-200)
             [ -n "$guest_says" ] && first_fail="$first_fail; $guest_says"
             echo "failed rc=$rc${first_fail:+: $(printf '%s' "$first_fail" | cut -c1-200 | tr '|' '/')}"
             ;;

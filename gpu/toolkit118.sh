@@ -160,7 +160,7 @@ for i in "${!NAMES[@]}"; do
         ivcuda="not through ivcuda (no guest library line on stderr)"
     fi
     if [ "$DRY_RUN" = 1 ]; then
-        others=$(grep '^ivcuda:' "$d/ivcuda.err" 2>/dev/null | grep -vF "$INTEGRITY" | grep -v '^ivcuda: *\(call profile\|  \|interrupt waits\)')
+        others=$(without_exit_stats "$d/ivcuda.err" | grep '^ivcuda:' | grep -vF "$INTEGRITY")
         if [ "$ivcuda" != 0 ] && grep -qF "$INTEGRITY" "$d/ivcuda.err" 2>/dev/null && [ -z "$others" ]; then
             why="stopped at cudart's integrity check, as it must on the host-memory backend"
             PASSED=$((PASSED + 1))

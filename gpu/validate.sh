@@ -109,8 +109,7 @@ if [ "$DRY_RUN" = 1 ]; then
                 log "dry run: queries through ivcuda on the host-memory backend: rc=$RUN_RC," \
                     "$(grep -c . "$OUT/logs/queries.host-memory.out") lines;" \
                     "$(grep -m1 -E '^FAIL' "$OUT/logs/queries.host-memory.out")" \
-                    "$(grep -v -e '^ivcuda: call profile' -e '^ivcuda:   ' "$OUT/logs/queries.host-memory.err" |
-                        grep -m1 '^ivcuda:')"
+                    "$(without_exit_stats "$OUT/logs/queries.host-memory.err" | grep -m1 '^ivcuda:')"
             fi
             stop_server
         else

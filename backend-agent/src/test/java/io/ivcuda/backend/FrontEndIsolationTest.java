@@ -99,11 +99,7 @@ class FrontEndIsolationTest {
 
     /** Reads {@code size} bytes at {@code dptr} through {@code c} (cuMemcpyDtoH as the guest library sends it). */
     static byte[] read(Channel c, long dptr) {
-        Response r = c.call(Requests.ivc_memcpy_dtoh_inline(dptr, 0, SIZE));
-        assertEquals(CuResult.SUCCESS, r.result());
-        byte[] got = new byte[SIZE];
-        r.buffer().getBytes(r.payload() + 8, got);
-        return got;
+        return c.readDevice(dptr, SIZE);
     }
 
     /**

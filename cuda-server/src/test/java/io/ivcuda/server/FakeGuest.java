@@ -3,6 +3,7 @@ package io.ivcuda.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.ivcuda.server.backend.CuResult;
 import io.ivcuda.server.gen.Opcodes;
 import io.ivcuda.server.gen.Requests;
 import io.ivcuda.server.gen.Requests.Request;
@@ -170,6 +171,15 @@ public final class FakeGuest implements AutoCloseable {
 
         public Response hello() {
             return hello(Opcodes.API_HASH);
+        }
+
+        /** {@code n} bytes of device memory at {@code device}, read inline as the guest library's cuMemcpyDtoH reads small copies; fails unless answered SUCCESS. */
+        public byte[] readDevice(long device, int n) {
+            Response r = call(Requests.ivc_memcpy_dtoh_inline(device, 0, n));
+            assertEquals(CuResult.SUCCESS, r.result(), "reading " + n + " bytes at 0x" + Long.toHexString(device));
+            byte[] got = new byte[n];
+            r.buffer().getBytes(r.payload() + 8, got);
+            return got;
         }
 
         /** Appends one ring record (PAD first when it would not fit before the end). */

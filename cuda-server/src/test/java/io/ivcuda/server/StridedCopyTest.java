@@ -37,11 +37,7 @@ class StridedCopyTest extends OneProcessCase {
     }
 
     private byte[] read(long device, int n) {
-        Response r = c.call(Requests.ivc_memcpy_dtoh_inline(device, 0, n));
-        assertEquals(CuResult.SUCCESS, r.result());
-        byte[] got = new byte[n];
-        r.buffer().getBytes(r.payload() + 8, got);
-        return got;
+        return c.readDevice(device, n);
     }
 
     private static byte[] pattern(int n, int seed) {

@@ -48,11 +48,7 @@ class VirtualMemoryTest extends OneProcessCase {
     }
 
     private byte[] read(long device, int n) {
-        Response r = c.call(Requests.ivc_memcpy_dtoh_inline(device, 0, n));
-        assertEquals(CuResult.SUCCESS, r.result());
-        byte[] got = new byte[n];
-        r.buffer().getBytes(r.payload() + 8, got);
-        return got;
+        return c.readDevice(device, n);
     }
 
     @Test
